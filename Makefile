@@ -1,0 +1,28 @@
+# One-command entry points for a fresh machine. Everything installs into .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test bench lint clean
+
+$(BIN)/seed-gym: pyproject.toml setup.py scripts/setup.sh
+	bash scripts/setup.sh $(VENV)
+	touch $@
+
+setup: $(BIN)/seed-gym
+
+# The main job on embedded defaults: Stage 1 + SEED on Sokoban with SmolLM2-135M, CPU, no downloads.
+demo: setup
+	$(BIN)/seed-gym train --env seed_gym/Sokoban-v0 --algo seed --preset smollm2-cpu --out runs/demo
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+bench: setup
+	$(BIN)/python -m pytest benchmarks --benchmark-enable -q
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info

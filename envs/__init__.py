@@ -1,0 +1,1 @@
+"""The environments of the suite; one module (or small folder) each."""

@@ -1,0 +1,162 @@
+"""``check_env``: the conformance test every seed-gym env passes. Env authors run exactly this.
+
+On top of gymnasium's own checker it verifies the info vocabulary, pinned tasks, determinism under
+a seed (byte for byte), garbage actions (never raise, flagged invalid), pickling, and split
+manifests (non-empty, disjoint, stable).
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+from seed_gym.core import INFO_KEYS, SeedEnv
+from seed_gym.splits import SPLITS, check_disjoint
+
+GARBAGE_ACTIONS: tuple[Any, ...] = (
+    "",
+    "   ",
+    "\x00\x01\x02",
+    "ð̷͎ü🙂 ∑ 中文 \u202e",
+    "x" * 20_000,
+    "click[" * 100,
+    "<action></action>",
+    None,
+    12345,
+    ["up"],
+)
+
+
+class EnvCheckError(AssertionError):
+    """An env broke the seed-gym contract."""
+
+
+def _fail(msg: str) -> None:
+    raise EnvCheckError(msg)
+
+
+def _check_info(info: dict, env: SeedEnv, where: str) -> None:
+    missing = [k for k in INFO_KEYS if k not in info]
+    if missing:
+        _fail(f"info after {where} lacks {missing}")
+    if info["split"] != env.split:
+        _fail(f"info['split']={info['split']!r} after {where}, env split is {env.split!r}")
+    if not isinstance(info["won"], bool) or not isinstance(info["action_is_valid"], bool):
+        _fail(f"info['won'] and info['action_is_valid'] must be bool after {where}")
+    adm = info["admissible_actions"]
+    if adm is not None and not (isinstance(adm, list) and all(isinstance(a, str) for a in adm)):
+        _fail(f"info['admissible_actions'] must be list[str] or None after {where}")
+    if not isinstance(info["task_id"], str) or not isinstance(info["task_type"], str):
+        _fail(f"info['task_id'] and info['task_type'] must be str after {where}")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
+    return type(a) is type(b) and a == b
+
+
+def _rollout(env: gym.Env, seed: int, n_steps: int) -> list[tuple]:
+    """Reset with ``seed`` and take ``n_steps`` actions chosen from a seed-derived stream."""
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    record = [(obs, info)]
+    for _ in range(n_steps):
+        action = env.unwrapped.sample_action(rng, info["admissible_actions"])
+        obs, reward, terminated, truncated, info = env.step(action)
+        record.append((action, obs, float(reward), terminated, truncated, info))
+        if terminated or truncated:
+            obs, info = env.reset()
+            record.append((obs, info))
+    return record
+
+
+def _first_difference(a: list[tuple], b: list[tuple]) -> int | None:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if not _equal(x, y):
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def check_env(env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), n_steps: int = 12, check_splits: bool = True) -> None:
+    """Raise ``EnvCheckError`` (or gymnasium's assertion) if ``env`` breaks the contract.
+
+    ``env`` is a made env (``seed_gym.make(...)``); it is reset and stepped, not closed.
+    """
+    raw = env.unwrapped
+    if not isinstance(raw, SeedEnv):
+        _fail(f"{type(raw).__name__} must subclass seed_gym.SeedEnv")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gym_check_env(raw, skip_render_check=True, skip_close_check=True)
+
+    # info vocabulary on reset and steps, observations inside the space
+    obs, info = env.reset(seed=seeds[0])
+    _check_info(info, raw, "reset")
+    if not raw.observation_space.contains(obs):
+        _fail(f"reset observation is not in {raw.observation_space}")
+    if info["task_id"] not in raw.task_ids:
+        _fail(f"info['task_id']={info['task_id']!r} is not in the {raw.split!r} manifest")
+
+    # pinned task: every id works and is echoed
+    first = raw.task_ids[0]
+    _, info = env.reset(seed=seeds[0], options={"task_id": first})
+    if info["task_id"] != first:
+        _fail(f"reset(options={{'task_id': {first!r}}}) gave task {info['task_id']!r}")
+    try:
+        env.reset(options={"task_id": "no-such-task \u2603"})
+    except ValueError:
+        pass
+    else:
+        _fail("reset with an unknown task_id must raise ValueError")
+
+    # garbage actions never raise and are flagged invalid
+    env.reset(seed=seeds[0])
+    for action in GARBAGE_ACTIONS:
+        try:
+            obs, reward, terminated, truncated, info = env.step(action)
+        except Exception as e:  # noqa: BLE001
+            _fail(f"step({action!r:.40}) raised {type(e).__name__}: {e}")
+        _check_info(info, raw, f"step({action!r:.40})")
+        if info["action_is_valid"]:
+            _fail(f"step({action!r:.40}) must set action_is_valid=False")
+        if not isinstance(obs.get("text"), str) or not np.isfinite(float(reward)):
+            _fail(f"step({action!r:.40}) returned a bad observation or reward")
+        if terminated or truncated:
+            env.reset(seed=seeds[0])
+
+    # determinism: two copies, same seed, same action stream, identical bytes
+    for seed in seeds:
+        a = _rollout(env, seed, n_steps)
+        clone = copy.deepcopy(env)
+        b = _rollout(clone, seed, n_steps)
+        diff = _first_difference(a, b)
+        if diff is not None:
+            _fail(f"seed {seed}: two runs differ at record {diff}: {a[diff]!r:.300} vs {b[diff]!r:.300}")
+        for rec in a:
+            _check_info(rec[-1], raw, "a step")
+
+    # pickling (for subprocess and Ray workers): the copy replays the same episode
+    restored = pickle.loads(pickle.dumps(env))
+    diff = _first_difference(_rollout(env, seeds[0], n_steps), _rollout(restored, seeds[0], n_steps))
+    if diff is not None:
+        _fail(f"an unpickled copy replays seed {seeds[0]} differently at record {diff}")
+    restored.close()
+
+    if check_splits:
+        manifests = [raw.manifest(s) for s in SPLITS]
+        check_disjoint(manifests)
+        again = [raw.manifest(s) for s in SPLITS]
+        if [m.hash for m in manifests] != [m.hash for m in again]:
+            _fail("split manifests are not stable between calls")

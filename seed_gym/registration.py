@@ -1,0 +1,132 @@
+"""Every ``register()`` call, and ``make`` / ``make_agent_env`` / ``list_envs`` / ``task_ids``.
+
+Env ids live in gymnasium's registry under the ``seed_gym`` namespace, so ``gymnasium.make``
+works too. Each id also names its *agent spec* (prompt template, parser, history window, penalty;
+see ``seed_gym.wrappers.spec``) by import path, so heavy env modules load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import gymnasium as gym
+
+from seed_gym.splits import SplitManifest
+
+NAMESPACE = "seed_gym"
+_AGENT_SPECS: dict[str, str | Any] = {}
+
+
+def register(
+    id: str,
+    entry_point: str | type,
+    *,
+    max_episode_steps: int,
+    agent_spec: str | Any,
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Register an env (also from user code). ``agent_spec`` is an ``AgentSpec`` or its import
+    path ``"module:NAME"``. ``id`` must look like ``namespace/Name-vN``."""
+    gym.register(
+        id=id,
+        entry_point=entry_point,
+        max_episode_steps=max_episode_steps,
+        kwargs=kwargs or {},
+        disable_env_checker=True,  # seed_gym.check_env is stricter; run it in tests instead
+    )
+    _AGENT_SPECS[id] = agent_spec
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def agent_spec(env_id: str):
+    """The ``AgentSpec`` registered for ``env_id``."""
+    _require(env_id)
+    spec = _AGENT_SPECS[env_id]
+    if isinstance(spec, str):
+        spec = _AGENT_SPECS[env_id] = _load(spec)
+    return spec
+
+
+def list_envs() -> list[str]:
+    """Every env id with an agent spec (seed-gym's own and those registered by user code)."""
+    return sorted(_AGENT_SPECS)
+
+
+def _require(env_id: str) -> None:
+    if env_id not in _AGENT_SPECS:
+        known = ", ".join(list_envs())
+        raise gym.error.UnregisteredEnv(f"no seed-gym env {env_id!r}; registered: {known}")
+
+
+def make(env_id: str, split: str = "train", modality: str | None = None, **kwargs: Any) -> gym.Env:
+    """Make the raw game: ``TimeLimit`` around the env. Extra kwargs go to the env constructor."""
+    _require(env_id)
+    if modality is not None:
+        kwargs["modality"] = modality
+    return gym.make(env_id, split=split, **kwargs)
+
+
+def make_agent_env(
+    env_id: str,
+    split: str = "train",
+    modality: str | None = None,
+    history: int | None = None,
+    **kwargs: Any,
+) -> gym.Env:
+    """The chat-facing env: prompts with a history window, parsed completions, penalties."""
+    from seed_gym.wrappers.agent import wrap_agent
+
+    env = make(env_id, split=split, modality=modality, **kwargs)
+    return wrap_agent(env, agent_spec(env_id), history=history)
+
+
+def split_manifest(env_id: str, split: str, **kwargs: Any) -> SplitManifest:
+    """The manifest of ``split`` (task ids in a fixed order, with ``.hash``)."""
+    env = make(env_id, split=split, **kwargs)
+    try:
+        return env.unwrapped.manifest(split)
+    finally:
+        env.close()
+
+
+def task_ids(env_id: str, split: str, **kwargs: Any) -> list[str]:
+    """The task ids of ``split``: stable across runs and machines."""
+    return list(split_manifest(env_id, split, **kwargs).task_ids)
+
+
+# --- the suite ----------------------------------------------------------------------------------
+register(
+    "seed_gym/Sokoban-v0",
+    "seed_gym.envs.sokoban:SokobanEnv",
+    max_episode_steps=15,
+    agent_spec="seed_gym.wrappers.templates.sokoban:SPEC",
+)
+register(
+    "seed_gym/EZPoints-v0",
+    "seed_gym.envs.ezpoints:EZPointsEnv",
+    max_episode_steps=8,
+    agent_spec="seed_gym.wrappers.templates.ezpoints:SPEC",
+)
+register(
+    "seed_gym/ALFWorld-v0",
+    "seed_gym.envs.alfworld:ALFWorldEnv",
+    max_episode_steps=50,
+    agent_spec="seed_gym.wrappers.templates.alfworld:SPEC",
+)
+register(
+    "seed_gym/WebShop-v0",
+    "seed_gym.envs.webshop:WebShopEnv",
+    max_episode_steps=15,
+    agent_spec="seed_gym.wrappers.templates.webshop:SPEC",
+)
+register(
+    "seed_gym/SearchQA-v0",
+    "seed_gym.envs.search:SearchQAEnv",
+    max_episode_steps=4,
+    agent_spec="seed_gym.wrappers.templates.search:SPEC",
+)

@@ -1,0 +1,1 @@
+"""The trainer: engines, collection, analyzer, rescoring, losses, the train loop."""

@@ -1,0 +1,1 @@
+"""Per-env prompt templates and parsers; one module per env, each defining ``SPEC``."""
