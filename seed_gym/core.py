@@ -131,6 +131,11 @@ class SeedEnv(gym.Env[dict, str]):
         """The privileged expert's next action (uses state the agent never sees)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def privileged_info(self) -> dict[str, Any]:
+        """What the agent never sees but a hindsight annotator may use (expert plan, solver
+        solution, gold answer, goal attributes). JSON-serialisable; empty if the env has none."""
+        return {}
+
     def sample_action(self, rng: np.random.Generator, admissible_actions: list[str] | None) -> str:
         """A uniformly random action: one of the admissible actions when the env lists them."""
         if admissible_actions:
