@@ -1,0 +1,246 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from seed_gym.trainer.analyzer import (
+    ANALYZER_INSTRUCTION,
+    Skill,
+    SkillParseError,
+    analyze,
+    analyzer_messages,
+    analyzer_prompt,
+    decisive_steps,
+    parse_rate,
+    parse_skill_json,
+)
+from seed_gym.trainer.trajectory import StepSample, Trajectory
+
+
+def step(obs: str, resp: str, action: str | None, *, reward: float = 0.0) -> StepSample:
+    return StepSample(
+        messages=[{"role": "user", "content": obs}],
+        prompt_ids=[1, 2],
+        response_ids=[3],
+        old_logprobs=[-1.0],
+        response_text=resp,
+        observation=obs,
+        action=action,
+        valid=action is not None,
+        reward=reward if action is not None else -0.1,
+    )
+
+
+def traj(steps: list[StepSample], *, won: bool, tid: str = "it0-b0-g0") -> Trajectory:
+    return Trajectory(
+        traj_id=tid,
+        group_id="it0-b0",
+        task_id="t0",
+        task_type="pick",
+        task="put a clean mug in the coffeemachine",
+        seed=0,
+        steps=steps,
+        won=won,
+    )
+
+
+GOOD = {
+    "episode_summary": "The agent cleaned the mug.",
+    "episode_skill": "Clean the mug at the sinkbasin before placing it.",
+}
+
+
+# --- rendering ------------------------------------------------------------------------------------
+def test_prompt_layout_exact():
+    t = traj(
+        [
+            step(
+                "You are in a room.",
+                "<think>a</think><action>go to sinkbasin 1</action>",
+                "go to sinkbasin 1",
+            ),
+            step("On the sinkbasin 1 you see a mug 1.", "garbage", None),
+        ],
+        won=False,
+    )
+    prompt = analyzer_prompt(t)
+    assert prompt.startswith("Analyze the following agent episode and return ONLY valid JSON")
+    assert prompt == (
+        f"{ANALYZER_INSTRUCTION}\n\n"
+        "Task description: put a clean mug in the coffeemachine\n"
+        "episode_success: failure\n\n"
+        "Step 1\nObservation: You are in a room.\n"
+        "Response: <think>a</think><action>go to sinkbasin 1</action>\nAction valid: true\n\n"
+        "Step 2\nObservation: On the sinkbasin 1 you see a mug 1.\nResponse: garbage\nAction valid: false"
+    )
+    assert '"episode_summary"' in prompt and '"episode_skill"' in prompt
+    t.won = True
+    assert "episode_success: success" in analyzer_prompt(t)
+    msgs = analyzer_messages(t)
+    assert msgs == [{"role": "user", "content": analyzer_prompt(t)}]
+
+
+def test_decisive_steps():
+    t = traj(
+        [
+            step("o", "r", "look"),
+            step("o", "r", None),  # invalid
+            step("o", "r", "look"),  # first repeat
+            step("o", "r", "look"),  # further repeats are not new information
+            step("o", "r", "take mug", reward=10.0),
+        ],
+        won=True,
+    )
+    assert decisive_steps(t) == [1, 2, 4]
+
+
+def test_truncation_keeps_task_end_and_decisive_steps():
+    steps = [
+        step(f"observation number {i} " + "x" * 200, f"response {i}", f"go to place {i}")
+        for i in range(40)
+    ]
+    steps[7] = step("the decisive one " + "x" * 200, "bad output", None)
+    t = traj(steps, won=False)
+    full = analyzer_prompt(t, max_prompt_tokens=None)
+    short = analyzer_prompt(t, max_prompt_tokens=1200)
+    assert len(short) < len(full)
+    assert len(short) // 4 <= 1200 + 10  # approx_tokens is the default counter
+    assert "Task description: put a clean mug in the coffeemachine" in short
+    assert "episode_success: failure" in short
+    for i in (1, 8, 38, 39, 40):  # first, the invalid step, the last three
+        assert f"Step {i}\n" in short
+    assert "steps omitted) ..." in short
+    # kept steps stay in order
+    positions = [short.index(f"Step {i}\n") for i in (1, 8, 38, 39, 40)]
+    assert positions == sorted(positions)
+
+
+def test_truncation_clips_a_huge_last_step():
+    t = traj([step("y" * 20000, "z" * 20000, "look")], won=False)
+    short = analyzer_prompt(t, max_prompt_tokens=800)
+    assert "Step 1\n" in short and "...[truncated]..." in short
+    assert len(short) < 5000
+
+
+def test_truncation_with_a_real_token_counter():
+    t = traj([step("word " * 100, "resp", f"a{i}") for i in range(30)], won=True)
+    counter = lambda s: len(s.split())  # noqa: E731 - any callable str -> int works
+    short = analyzer_prompt(t, max_prompt_tokens=700, count_tokens=counter)
+    assert counter(short) <= 700
+    assert "Step 30\n" in short
+
+
+# --- parsing --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(GOOD),
+        "```json\n" + json.dumps(GOOD, indent=2) + "\n```",
+        "Sure! Here is the analysis:\n" + json.dumps(GOOD) + "\nHope this helps.",
+        '{"episode_summary": "The agent cleaned the mug.", "episode_skill": "Clean the mug at the sinkbasin before placing it.",}',
+        "{'episode_summary': 'The agent cleaned the mug.', 'episode_skill': 'Clean the mug at the sinkbasin before placing it.'}",
+        '{"episode_summary": "The agent cleaned\nthe mug.", "episode_skill": "Clean the mug at the sinkbasin before placing it."}',
+        "{\u201cepisode_summary\u201d: \u201cThe agent cleaned the mug.\u201d, \u201cepisode_skill\u201d: \u201cClean the mug at the sinkbasin before placing it.\u201d}",
+        '```\n{"episode_summary": "The agent cleaned the mug.",\n "episode_skill": "Clean the mug at the sinkbasin before placing it.",\n}\n```',
+    ],
+)
+def test_lenient_parsing(text):
+    out = parse_skill_json(text)
+    assert out["episode_skill"] == GOOD["episode_skill"]
+    assert out["episode_summary"] == GOOD["episode_summary"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty"),
+        ("no json here", "no JSON object"),
+        ('{"episode_summary": "x"}', 'missing field "episode_skill"'),
+        ('{"episode_summary": "x", "episode_skill": "too short rule"}', "needs at least 5"),
+        ('{"episode_summary": 3, "episode_skill": "one two three four five"}', "must be a string"),
+        (
+            '{"episode_summary": "x", "episode_skill": ["a", "b", "c", "d", "e"]}',
+            "must be a string",
+        ),
+        ('{"episode_summary": "x" "episode_skill": "a b c d e"', "no JSON object"),
+    ],
+)
+def test_parse_errors_are_clear(text, message):
+    with pytest.raises(SkillParseError, match=message):
+        parse_skill_json(text)
+
+
+def test_braces_inside_strings_do_not_confuse_the_scanner():
+    text = 'prefix {"episode_summary": "used {curly} text", "episode_skill": "Never type } in the search box again."} suffix'
+    assert parse_skill_json(text)["episode_summary"] == "used {curly} text"
+
+
+# --- analyze: batching and the one retry ----------------------------------------------------------
+class Scripted:
+    """A generate_fn that answers from a fixed script and records what it was asked."""
+
+    def __init__(self, rounds: list[list[str]]):
+        self.rounds = rounds
+        self.calls: list[list[list[dict]]] = []
+
+    def __call__(self, chats):
+        self.calls.append(chats)
+        return self.rounds[len(self.calls) - 1]
+
+
+def test_analyze_batches_and_retries_once_quoting_the_error():
+    ts = [traj([step("o", "r", "look")], won=i == 0, tid=f"it0-b0-g{i}") for i in range(3)]
+    gen = Scripted(
+        [
+            [json.dumps(GOOD), "not json", '{"episode_summary": "s", "episode_skill": "short"}'],
+            [json.dumps(GOOD), "still not json"],
+        ]
+    )
+    stats: dict = {}
+    skills = analyze(ts, gen, stats=stats)
+    assert len(gen.calls) == 2 and len(gen.calls[0]) == 3 and len(gen.calls[1]) == 2
+    retry_chat = gen.calls[1][0]
+    assert [m["role"] for m in retry_chat] == ["user", "assistant", "user"]
+    assert retry_chat[1]["content"] == "not json"
+    assert "no JSON object found" in retry_chat[2]["content"]
+    assert "needs at least 5" in gen.calls[1][1][2]["content"]
+    assert isinstance(skills[0], Skill) and not skills[0].retried
+    assert skills[0].traj_id == "it0-b0-g0"
+    assert skills[1] is not None and skills[1].retried and skills[1].traj_id == "it0-b0-g1"
+    assert skills[2] is None
+    assert stats["analyzer/parse_rate"] == pytest.approx(2 / 3)
+    assert stats["analyzer/first_try_rate"] == pytest.approx(1 / 3)
+    assert stats["analyzer/retries"] == 2
+    assert parse_rate(skills) == pytest.approx(2 / 3)
+
+
+def test_analyze_without_retry_and_empty_batch():
+    gen = Scripted([["nope"]])
+    assert analyze([traj([], won=False)], gen, retry=False) == [None]
+    assert len(gen.calls) == 1
+    assert analyze([], Scripted([])) == []
+
+
+def test_analyze_rejects_a_wrong_number_of_answers():
+    with pytest.raises(ValueError, match="returned 1 answers for 2"):
+        analyze([traj([], won=False), traj([], won=True)], Scripted([["x"]]))
+
+
+def test_skill_to_json_roundtrip():
+    s = Skill("sum", "Always open the fridge before taking food.")
+    assert parse_skill_json(s.to_json()) == {"episode_summary": "sum", "episode_skill": s.skill}
+
+
+def test_analyze_with_the_tiny_policy_runs_greedy_and_is_deterministic():
+    from seed_gym.trainer.chat_generate import hf_generate_fn
+    from seed_gym.trainer.models import load_policy
+
+    policy = load_policy("tiny")
+    gen = hf_generate_fn(policy.model, policy.tokenizer, max_new_tokens=12)
+    ts = [traj([step("o", "r", "look")], won=True, tid=f"t{i}") for i in range(2)]
+    stats: dict = {}
+    first = analyze(ts, gen, stats=stats, max_prompt_tokens=512)
+    assert first == [None, None]  # a random model writes no JSON; no crash, no signal
+    assert stats["analyzer/parse_rate"] == 0.0 and stats["analyzer/retries"] == 2
+    a = gen([analyzer_messages(ts[0])])
+    assert a == gen([analyzer_messages(ts[0])])

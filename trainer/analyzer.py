@@ -1,0 +1,373 @@
+"""Hindsight skills: the policy (or an annotator) reads a finished trajectory and writes a skill.
+
+SEED's analyzer step (SEED.md, Stage 2 step 3). A trajectory is rendered into the analyzer prompt
+(``analyzer_messages``), a generation callable answers it greedily, the answer is parsed leniently
+into ``{"episode_summary", "episode_skill"}`` (``parse_skill_json``) and validated; a failed answer
+gets one retry that quotes the error. A trajectory whose analysis still fails gets ``None``: no
+distillation signal.
+
+``generate_fn`` is any callable ``list[messages] -> list[str]`` (one chat per trajectory, greedy), so
+the HF engine, a vLLM engine or an OpenAI-compatible endpoint all fit.
+
+Truncation (``render_steps`` with a token budget): a long trajectory keeps the task header, the
+last ``keep_last`` steps, the first step, and the *decisive* steps (steps with a positive reward,
+invalid outputs, the first repeat of an already-tried action), then fills what budget is left with
+the steps closest to the end. Omitted runs show as ``... (n steps omitted) ...``; step numbers stay
+the original ones. If even the mandatory steps do not fit, their observation and response texts are
+clipped in the middle.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seed_gym.trainer.trajectory import StepSample, Trajectory
+
+MIN_SKILL_WORDS = 5
+
+ANALYZER_INSTRUCTION = """\
+Analyze the following agent episode and return ONLY valid JSON with exactly two string fields:
+{"episode_summary": "...", "episode_skill": "..."}
+- "episode_summary": one or two sentences on what the agent did and how the episode ended.
+- "episode_skill": a short instruction for the agent, at least 5 words. If the episode succeeded, \
+give the reusable workflow: the core decision rule and the order of actions that worked. If the \
+episode failed, give the avoidance rule: the core mistake and the warning signs that show it \
+happening.
+Write nothing before or after the JSON object."""
+
+RETRY_INSTRUCTION = """\
+Your answer could not be used: {error}
+Return ONLY a valid JSON object with the two string fields "episode_summary" and "episode_skill" \
+("episode_skill" at least 5 words), and nothing else."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A parsed analysis of one trajectory."""
+
+    summary: str  # episode_summary
+    skill: str  # episode_skill: the text inserted into prompts
+    traj_id: str = ""
+    raw: str = ""  # the generated text it was parsed from
+    retried: bool = False  # True when the first answer failed and the retry succeeded
+
+    def to_json(self) -> str:
+        """The canonical answer text (what Stage 1 SFT trains the analyzer to write)."""
+        return json.dumps(
+            {"episode_summary": self.summary, "episode_skill": self.skill}, ensure_ascii=False
+        )
+
+
+class SkillParseError(ValueError):
+    """The answer is not a usable ``{"episode_summary", "episode_skill"}`` object."""
+
+
+# --- rendering ----------------------------------------------------------------------------------
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free estimate (~4 characters per token) used when no counter is given."""
+    return (len(text) + 3) // 4
+
+
+def render_header(traj: Trajectory) -> str:
+    outcome = "success" if traj.won else "failure"
+    return f"{ANALYZER_INSTRUCTION}\n\nTask description: {traj.task}\nepisode_success: {outcome}"
+
+
+def render_step(i: int, step: StepSample, *, clip_chars: int | None = None) -> str:
+    obs, resp = step.observation, step.response_text
+    if clip_chars is not None:
+        obs, resp = _clip_middle(obs, clip_chars), _clip_middle(resp, clip_chars)
+    valid = "true" if step.valid else "false"
+    return f"Step {i}\nObservation: {obs}\nResponse: {resp}\nAction valid: {valid}"
+
+
+def _clip_middle(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    half = max(1, (max_chars - 20) // 2)
+    return f"{text[:half]} ...[truncated]... {text[-half:]}"
+
+
+def decisive_steps(traj: Trajectory) -> list[int]:
+    """0-based indices of steps that explain the outcome: rewarded steps, invalid outputs, and the
+    first repeat of an action already tried (the typical sign of a loop)."""
+    out: list[int] = []
+    tries: dict[str, int] = {}
+    for i, step in enumerate(traj.steps):
+        if step.action is not None:
+            tries[step.action] = tries.get(step.action, 0) + 1
+        first_repeat = step.action is not None and tries[step.action] == 2
+        if step.reward > 0 or not step.valid or first_repeat:
+            out.append(i)
+    return out
+
+
+def render_steps(
+    traj: Trajectory,
+    *,
+    budget: int | None,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    keep_last: int = 3,
+) -> str:
+    """The step section of the analyzer prompt within ``budget`` tokens (None: everything)."""
+    steps = traj.steps
+    if not steps:
+        return "(the episode has no steps)"
+    full = [render_step(i + 1, s) for i, s in enumerate(steps)]
+    if budget is None or count_tokens("\n\n".join(full)) <= budget:
+        return "\n\n".join(full)
+
+    n = len(steps)
+    mandatory = list(range(max(0, n - keep_last), n))
+    priority = mandatory[::-1] + [0] + decisive_steps(traj)[::-1] + list(range(n - 1, -1, -1))
+    kept: set[int] = set()
+    cost = {i: count_tokens(full[i]) + 2 for i in range(n)}
+    used = 0
+    for i in priority:
+        if i in kept:
+            continue
+        if used + cost[i] <= budget or (i in mandatory and i == n - 1):
+            kept.add(i)
+            used += cost[i]
+    texts = dict(enumerate(full))
+    if used > budget:  # even the last step alone overflows: clip its long fields
+        over = max(64, (budget * 4) // (2 * max(1, len(kept))))
+        for i in kept:
+            texts[i] = render_step(i + 1, steps[i], clip_chars=over)
+    parts, gap = [], 0
+    for i in range(n):
+        if i in kept:
+            if gap:
+                parts.append(f"... ({gap} steps omitted) ...")
+                gap = 0
+            parts.append(texts[i])
+        else:
+            gap += 1
+    return "\n\n".join(parts)
+
+
+def analyzer_prompt(
+    traj: Trajectory,
+    *,
+    max_prompt_tokens: int | None = 3072,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    keep_last: int = 3,
+) -> str:
+    header = render_header(traj)
+    budget = None
+    if max_prompt_tokens is not None:
+        budget = max(1, max_prompt_tokens - count_tokens(header) - 2)
+    body = render_steps(traj, budget=budget, count_tokens=count_tokens, keep_last=keep_last)
+    return f"{header}\n\n{body}"
+
+
+def analyzer_messages(traj: Trajectory, **kwargs: Any) -> list[dict[str, str]]:
+    """The analyzer chat: one user message (``analyzer_prompt`` keywords pass through)."""
+    return [{"role": "user", "content": analyzer_prompt(traj, **kwargs)}]
+
+
+# --- parsing ------------------------------------------------------------------------------------
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_SMART = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
+
+
+def _outer_object(text: str) -> str | None:
+    """The first balanced ``{...}`` in text, honouring quoted strings."""
+    start = text.find("{")
+    while start != -1:
+        depth, quote, escape = 0, None, False
+        for j in range(start, len(text)):
+            c = text[j]
+            if quote:
+                if escape:
+                    escape = False
+                elif c == "\\":
+                    escape = True
+                elif c == quote:
+                    quote = None
+            elif c in "\"'":
+                quote = c
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : j + 1]
+        start = text.find("{", start + 1)
+    return None
+
+
+def _escape_newlines_in_strings(text: str) -> str:
+    out, quote, escape = [], False, False
+    for c in text:
+        if quote:
+            if escape:
+                escape = False
+            elif c == "\\":
+                escape = True
+            elif c == '"':
+                quote = False
+            elif c == "\n":
+                c = "\\n"
+        elif c == '"':
+            quote = True
+        out.append(c)
+    return "".join(out)
+
+
+def _loads_lenient(candidate: str) -> Any:
+    attempts = [candidate]
+    fixed = _TRAILING_COMMA.sub(r"\1", candidate.translate(_SMART))
+    attempts.append(fixed)
+    attempts.append(_escape_newlines_in_strings(fixed))
+    last: Exception | None = None
+    for text in attempts:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            last = e
+    # single quotes: a Python-literal dict is safe to read with literal_eval (no code runs)
+    try:
+        value = ast.literal_eval(fixed)
+        if isinstance(value, dict):
+            return value
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    raise SkillParseError(f"invalid JSON ({last})")
+
+
+def parse_skill_json(text: str) -> dict[str, str]:
+    """Parse an analyzer answer leniently: code fences, prose around the object, trailing commas,
+    curly quotes, raw newlines inside strings, single-quoted (Python-literal) objects. Validates
+    both fields (strings; ``episode_skill`` at least ``MIN_SKILL_WORDS`` words).
+
+    Raises ``SkillParseError`` with a message meant to be quoted back to the model.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SkillParseError("the answer is empty")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    obj: Any = None
+    error: SkillParseError | None = None
+    for cand in candidates:
+        inner = _outer_object(cand)
+        if inner is None:
+            continue
+        try:
+            obj = _loads_lenient(inner)
+            break
+        except SkillParseError as e:
+            error = error or e
+    if obj is None:
+        raise error or SkillParseError("no JSON object found in the answer")
+    if not isinstance(obj, dict):
+        raise SkillParseError("the answer is not a JSON object")
+    fields = {}
+    for key in ("episode_summary", "episode_skill"):
+        if key not in obj:
+            raise SkillParseError(f'missing field "{key}"')
+        if not isinstance(obj[key], str):
+            raise SkillParseError(f'field "{key}" must be a string, got {type(obj[key]).__name__}')
+        fields[key] = " ".join(obj[key].split())
+    words = len(fields["episode_skill"].split())
+    if words < MIN_SKILL_WORDS:
+        raise SkillParseError(
+            f'"episode_skill" has {words} words; it needs at least {MIN_SKILL_WORDS}'
+        )
+    return fields
+
+
+# --- the analyzer -------------------------------------------------------------------------------
+GenerateFn = Callable[[list[list[dict[str, str]]]], list[str]]
+
+
+def _try_parse(text: str) -> tuple[dict[str, str] | None, str | None]:
+    try:
+        return parse_skill_json(text), None
+    except SkillParseError as e:
+        return None, str(e)
+
+
+def analyze(
+    trajectories: Sequence[Trajectory],
+    generate_fn: GenerateFn,
+    *,
+    retry: bool = True,
+    max_prompt_tokens: int | None = 3072,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    keep_last: int = 3,
+    stats: dict[str, float] | None = None,
+) -> list[Skill | None]:
+    """One skill (or None) per trajectory, in order. Generation is batched: one ``generate_fn``
+    call for all first answers and one for all retries. ``stats``, if given, receives
+    ``analyzer/parse_rate``, ``analyzer/first_try_rate``, ``analyzer/retries``, ``analyzer/n``.
+    """
+    trajectories = list(trajectories)
+    chats = [
+        analyzer_messages(
+            t, max_prompt_tokens=max_prompt_tokens, count_tokens=count_tokens, keep_last=keep_last
+        )
+        for t in trajectories
+    ]
+    results: list[Skill | None] = [None] * len(trajectories)
+    failed: list[tuple[int, str, str]] = []  # (index, answer, error)
+    if chats:
+        answers = _generate(generate_fn, chats)
+        for i, (t, answer) in enumerate(zip(trajectories, answers, strict=True)):
+            fields, error = _try_parse(answer)
+            if fields is None:
+                failed.append((i, answer, error or "unparseable"))
+            else:
+                results[i] = Skill(
+                    fields["episode_summary"], fields["episode_skill"], t.traj_id, answer
+                )
+    first_ok = len(trajectories) - len(failed)
+    if retry and failed:
+        retry_chats = [
+            chats[i]
+            + [
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": RETRY_INSTRUCTION.format(error=error)},
+            ]
+            for i, answer, error in failed
+        ]
+        answers = _generate(generate_fn, retry_chats)
+        for (i, _, _), answer in zip(failed, answers, strict=True):
+            fields, _ = _try_parse(answer)
+            if fields is not None:
+                t = trajectories[i]
+                results[i] = Skill(
+                    fields["episode_summary"],
+                    fields["episode_skill"],
+                    t.traj_id,
+                    answer,
+                    retried=True,
+                )
+    if stats is not None:
+        n = len(trajectories)
+        stats.update(
+            {
+                "analyzer/n": float(n),
+                "analyzer/parse_rate": parse_rate(results),
+                "analyzer/first_try_rate": first_ok / n if n else 0.0,
+                "analyzer/retries": float(len(failed) if retry else 0),
+            }
+        )
+    return results
+
+
+def _generate(generate_fn: GenerateFn, chats: list[list[dict[str, str]]]) -> list[str]:
+    answers = list(generate_fn(chats))
+    if len(answers) != len(chats):
+        raise ValueError(f"generate_fn returned {len(answers)} answers for {len(chats)} chats")
+    return [a if isinstance(a, str) else "" for a in answers]
+
+
+def parse_rate(skills: Sequence[Skill | None]) -> float:
+    """Fraction of trajectories with a usable skill (0.0 for an empty batch)."""
+    return sum(s is not None for s in skills) / len(skills) if skills else 0.0
