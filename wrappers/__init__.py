@@ -1,5 +1,32 @@
-"""The LLM-facing layer: prompts, history, parsing, penalties, images, recording."""
+"""The LLM-facing layer: prompts, history, parsing, penalties, images, recording, group pools."""
 
+from seed_gym.wrappers.agent import AgentEnv, wrap_agent
+from seed_gym.wrappers.group import EnvPool, EnvPoolError, WorkerDiedError, make_group_pool
+from seed_gym.wrappers.history import AnchorInfo, TurnHistory
+from seed_gym.wrappers.parse import ParseAction
+from seed_gym.wrappers.prompt import PromptObservation
+from seed_gym.wrappers.record import EpisodeRecorder
+from seed_gym.wrappers.reward import InvalidActionPenalty
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction, PromptContext, Turn, parse_think_action
+from seed_gym.wrappers.vision import AttachImages
 
-__all__ = ["AgentSpec", "ParsedAction", "PromptContext", "Turn", "parse_think_action"]
+__all__ = [
+    "AgentEnv",
+    "AgentSpec",
+    "AnchorInfo",
+    "AttachImages",
+    "EnvPool",
+    "EnvPoolError",
+    "EpisodeRecorder",
+    "InvalidActionPenalty",
+    "ParseAction",
+    "ParsedAction",
+    "PromptContext",
+    "PromptObservation",
+    "Turn",
+    "TurnHistory",
+    "WorkerDiedError",
+    "make_group_pool",
+    "parse_think_action",
+    "wrap_agent",
+]
