@@ -6,6 +6,8 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+
+from seed_gym.core import SeedEnv
 from seed_gym.envs.sokoban_render import IMAGE_SIZE, render_grid
 from seed_gym.envs.sokoban_rooms import (
     BOX,
@@ -18,8 +20,6 @@ from seed_gym.envs.sokoban_rooms import (
     room_for_task,
 )
 from seed_gym.envs.sokoban_solver import ACTIONS, State, move, offsets, solve
-
-from seed_gym.core import SeedEnv
 from seed_gym.splits import SplitManifest
 
 ENV_ID = "seed_gym/Sokoban-v0"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
 from seed_gym.envs.sokoban_solver import State, offsets
 
 # gym-sokoban's cell codes, kept so rooms can be compared with it cell for cell.

@@ -1,0 +1,149 @@
+"""EZPoints' agent spec: the reference (gym-cards) prompt, paraphrased; JSON or think/action.
+
+The reference prompt asks for ``{"thoughts": ..., "action": ...}``. ``SPEC`` ends the prompt with
+the suite-wide think/action instruction; ``SPEC_JSON`` asks for the reference JSON. Both parse
+either form, so a model trained on one still scores under the other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from seed_gym.wrappers.spec import AgentSpec, ParsedAction, PromptContext, parse_think_action
+
+IMAGE = "<image>"
+
+INTRO = (
+    "You are an expert card game player. Build a math formula that evaluates to 12 using the "
+    "numbers on the two playing cards {where}."
+)
+RULES = """# Card rules
+1. Number cards (2-10) count as their number; face cards (J, Q, K) count as 10; an Ace (A) \
+counts as 1.
+2. Use only the two card numbers, each exactly once; no other numbers are allowed.
+
+# Formula rules
+1. Each step you append ONE token to the end of the formula: a number (1-10), '+', '*' or '='.
+2. Appending '=' evaluates the formula ('*' before '+') and ends the game.
+3. The formula may hold at most 5 tokens before '='.
+
+# Rewards
++10 if the finished formula equals 12 and uses both cards; -1 and the game ends for a wrong \
+formula; -1 and nothing changes for an illegal token (a number you do not hold or already used)."""
+CLOSING_TAGS = (
+    "Now it's your turn: choose the next token.\n"
+    "First reason step by step inside <think> </think> tags, then give the token inside "
+    "<action> </action> tags."
+)
+CLOSING_JSON = (
+    "Now it's your turn: choose the next token.\n"
+    "Your response should be a valid JSON object in this format:\n"
+    '{"thoughts": "first read the two card numbers, then reason step by step about which '
+    'token to append", "action": "the token"}'
+)
+
+
+def _history(ctx: PromptContext) -> str:
+    if not ctx.history:
+        return ""
+    first = ctx.step - len(ctx.history)
+    lines = [f"Your last {len(ctx.history)} step(s):"]
+    for i, turn in enumerate(ctx.history):
+        obs = turn.observation.replace(IMAGE, "[image]").strip() or "[image]"
+        lines.append(f"[Observation {first + i}: {obs}\nAction {first + i}: {turn.action}]")
+    return "\n".join(lines) + "\n"
+
+
+def _render(ctx: PromptContext, closing: str) -> str:
+    where = "shown in the image" if IMAGE in ctx.observation else "described below"
+    current = (
+        "# Current step\n"
+        + _history(ctx)
+        + f"You are at step {ctx.step}. Current observation:\n{ctx.observation.strip()}"
+    )
+    return "\n\n".join([INTRO.format(where=where), RULES, current, closing])
+
+
+def render(ctx: PromptContext) -> str:
+    return _render(ctx, CLOSING_TAGS)
+
+
+def render_json(ctx: PromptContext) -> str:
+    return _render(ctx, CLOSING_JSON)
+
+
+_FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
+
+
+def _json_objects(text: str):
+    decoder = json.JSONDecoder()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            try:
+                obj, _ = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+def _token(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    if isinstance(value, float):
+        value = int(value) if value.is_integer() else value
+    token = str(value).strip().strip("'\"`").strip()
+    return token or None
+
+
+def parse(completion: str) -> ParsedAction:
+    """``<think>..</think><action>..</action>`` or a JSON object with an ``action`` key (and
+    optional ``thoughts``), possibly inside a ```json fence or surrounded by prose. The action
+    may be a string or a number; quotes around it are dropped."""
+    tagged = parse_think_action(completion)
+    if tagged.valid:
+        token = _token(tagged.action)
+        if token is None:
+            return ParsedAction(None, False, thought=tagged.thought, error="empty action")
+        return ParsedAction(token, True, thought=tagged.thought)
+    if not isinstance(completion, str):
+        return tagged
+    for obj in _json_objects(_FENCE.sub("", completion)):
+        keys = {str(k).lower(): k for k in obj}
+        if "action" not in keys:
+            continue
+        token = _token(obj[keys["action"]])
+        thought = obj.get(keys.get("thoughts", keys.get("thought", "")))
+        thought = thought if isinstance(thought, str) else None
+        if token is None:
+            return ParsedAction(
+                None, False, thought=thought, error="empty or non-scalar JSON action"
+            )
+        return ParsedAction(token, True, thought=thought)
+    return ParsedAction(
+        None,
+        False,
+        thought=tagged.thought,
+        error='expected <think>/<action> tags or a JSON object {"thoughts": ..., "action": ...}',
+    )
+
+
+SPEC = AgentSpec(
+    render=render,
+    parse=parse,
+    history=0,
+    invalid_penalty=0.1,
+    stop=("</action>",),
+    task_markers=("You are an expert card game player",),
+)
+
+SPEC_JSON = AgentSpec(
+    render=render_json,
+    parse=parse,
+    history=0,
+    invalid_penalty=0.1,
+    stop=(),
+    task_markers=("You are an expert card game player",),
+)
