@@ -1,0 +1,188 @@
+"""RayEnvPool: same trajectories as in-process envs, and failed workers never hang a rollout."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from seed_gym.checker import _equal
+
+ray = pytest.importorskip("ray")
+
+from seed_gym.wrappers.ray_pool import ERROR_KEY, RayEnvPool  # noqa: E402
+
+# workers unpickle the factories below; this test module is not importable there
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class DiceEnv(gym.Env):
+    """A seeded game whose every observation and reward depends on ``np_random``, plus actions
+    that misbehave on purpose: ``hang`` sleeps, ``raise`` raises, ``exit`` kills the process."""
+
+    def __init__(self, name: str = "dice"):
+        self.name = name
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.target = int(self.np_random.integers(1000))
+        task = (options or {}).get("task_id", "t0")
+        return {"text": f"{task} target={self.target}"}, {"task_id": task, "won": False}
+
+    def step(self, action):
+        if action == "hang":
+            time.sleep(3600)
+        if action == "raise":
+            raise RuntimeError("boom")
+        if action == "exit":
+            os._exit(3)
+        self.t += 1
+        roll = int(self.np_random.integers(1000))
+        won = abs(roll - self.target) < 100
+        obs = {
+            "text": f"{action} -> {roll}",
+            "image": self.np_random.integers(0, 255, (2, 2, 3), dtype=np.uint8),
+        }
+        info = {"task_id": "x", "won": won, "action_is_valid": True}
+        return obs, float(won), won, self.t >= 6, info
+
+
+def make_dice(k: int) -> gym.Env:
+    return DiceEnv(f"dice{k}")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _play(step, reset, n_envs, seeds, n_steps):
+    """Reset with ``seeds`` and step a fixed action script; record every result."""
+    record = [reset(seeds, [{"task_id": f"t{i // 3}"} for i in range(n_envs)])]
+    rng = np.random.default_rng(0)
+    for _ in range(n_steps):
+        # a changing subset of envs advances each call, as in a real group rollout
+        indices = sorted(
+            rng.choice(n_envs, size=int(rng.integers(1, n_envs + 1)), replace=False).tolist()
+        )
+        record.append(step(indices, [f"a{int(rng.integers(5))}" for _ in indices]))
+    return record
+
+
+def test_same_trajectories_as_local(local_ray):
+    n = 6
+    factories = [functools.partial(make_dice, k) for k in range(n)]
+    local = [f() for f in factories]
+
+    def local_reset(seeds, options):
+        return [
+            env.reset(seed=s, options=o) for env, s, o in zip(local, seeds, options, strict=True)
+        ]
+
+    def local_step(indices, actions):
+        return [local[i].step(a) for i, a in zip(indices, actions, strict=True)]
+
+    seeds = [11, 11, 11, 12, 12, 12]  # G=3 copies of 2 tasks
+    expected = _play(local_step, local_reset, n, seeds, 12)
+    pool = RayEnvPool(factories, envs_per_worker=4)  # 2 workers, uneven on purpose
+    try:
+        assert len(pool) == n and len(pool.workers) == 2
+        got = _play(pool.step, pool.reset, n, seeds, 12)
+        pids = ray.get([w.pid.remote() for w in pool.workers])
+    finally:
+        pool.close()
+    assert _equal(got, expected)
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+    # copies of one task with the same seed see the same episode
+    assert got[0][0] == got[0][1] == got[0][2] and got[0][0] != got[0][3]
+
+
+def test_killed_worker_fails_its_episodes_and_restarts(local_ray):
+    pool = RayEnvPool([functools.partial(make_dice, k) for k in range(4)], envs_per_worker=2)
+    try:
+        first = pool.reset([0, 1, 2, 3])
+        ray.kill(pool.workers[0])  # hosts envs 0 and 1
+        out = pool.step([1, 2], ["a", "a"])
+        obs, reward, terminated, truncated, info = out[0]
+        assert terminated and truncated and reward == 0.0
+        assert "died" in info[ERROR_KEY] and info["won"] is False
+        assert obs == first[1][0]  # the last observation the env produced
+        assert ERROR_KEY not in out[1][4]  # env 2 lives on another worker
+        assert pool.restarts == 1
+        # env 0 was on the killed worker too: its episode is lost though it was not stepped
+        assert ERROR_KEY in pool.step([0], ["a"])[0][4]
+        # after a reset everything works again, on the fresh worker, with identical episodes
+        again = pool.reset([0, 1, 2, 3])
+        assert _equal(again, first)
+        assert all(ERROR_KEY not in r[4] for r in pool.step([0, 1, 2, 3], ["a"] * 4))
+    finally:
+        pool.close()
+
+
+def test_crashing_env_process_is_restarted(local_ray):
+    pool = RayEnvPool([functools.partial(make_dice, k) for k in range(2)], envs_per_worker=1)
+    try:
+        pool.reset([5, 6])
+        out = pool.step([0, 1], ["exit", "a"])
+        assert ERROR_KEY in out[0][4] and out[0][2] and out[0][3]
+        assert ERROR_KEY not in out[1][4]
+        assert pool.restarts == 1
+        pool.reset([5, 6])
+        assert ERROR_KEY not in pool.step([0], ["a"])[0][4]
+    finally:
+        pool.close()
+
+
+def test_hung_step_times_out_and_restarts(local_ray):
+    pool = RayEnvPool(
+        [functools.partial(make_dice, k) for k in range(2)], envs_per_worker=1, step_timeout=3
+    )
+    try:
+        pool.reset([5, 6])
+        out = pool.step([0, 1], ["hang", "a"])
+        assert "hung" in out[0][4][ERROR_KEY] and out[0][2] and out[0][3]
+        assert ERROR_KEY not in out[1][4]
+        assert pool.restarts == 1
+        fresh = [make_dice(0).reset(seed=5), make_dice(1).reset(seed=6)]
+        assert _equal(pool.reset([5, 6]), fresh)
+    finally:
+        pool.close()
+
+
+def test_env_exception_fails_only_that_episode(local_ray):
+    pool = RayEnvPool([functools.partial(make_dice, k) for k in range(2)], envs_per_worker=2)
+    try:
+        pool.reset([1, 2])
+        out = pool.step([0, 1], ["raise", "a"])
+        assert "RuntimeError: boom" in out[0][4][ERROR_KEY]
+        assert ERROR_KEY not in out[1][4]
+        assert pool.restarts == 0  # the worker is healthy; only env 0's episode is over
+        assert ERROR_KEY in pool.step([0], ["a"])[0][4]
+        assert ERROR_KEY not in pool.step([1], ["a"])[0][4]
+    finally:
+        pool.close()
+
+
+def test_bad_calls_raise_clear_errors(local_ray):
+    pool = RayEnvPool([functools.partial(make_dice, 0)])
+    try:
+        with pytest.raises(ValueError, match="seeds"):
+            pool.reset([1, 2])
+        pool.reset([1])
+        with pytest.raises(IndexError):
+            pool.step([3], ["a"])
+        with pytest.raises(ValueError, match="at most once"):
+            pool.step([0, 0], ["a", "b"])
+    finally:
+        pool.close()
+    with pytest.raises(ValueError, match="at least one"):
+        RayEnvPool([])
