@@ -213,7 +213,11 @@ class SokobanEnv(SeedEnv):
             plan = solve(room.floor, room.targets, self._state, room.width)
             if plan is None:
                 return None
-            self._plan_cache[self._state] = plan
+            # every state along an optimal plan has the plan's suffix as an optimal plan
+            state = self._state
+            for i, action in enumerate(plan):
+                self._plan_cache.setdefault(state, plan[i:])
+                state, _, _ = move(room.floor, state, self._deltas[action])
         return list(self._plan_cache[self._state])
 
     def oracle_action(self) -> str:

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from seed_gym.envs.sokoban_solver import State, offsets
+from seed_gym.envs.sokoban_solver import State, offsets, solve
 
 # gym-sokoban's cell codes, kept so rooms can be compared with it cell for cell.
 WALL, FLOOR, TARGET, BOX_ON_TARGET, BOX, PLAYER = 0, 1, 2, 3, 4, 5
@@ -85,7 +85,7 @@ class Room:
     targets: frozenset[int]
     player: int
     boxes: tuple[int, ...]
-    solution_length: int  # fewest moves from the start to a solved room
+    solution_length: int  # fewest moves from the start to a solved room (-1: unsolvable)
 
     def fixed(self) -> np.ndarray:
         """``(H, W)`` int8: 0 wall, 1 floor, 2 target (gym-sokoban's ``room_fixed``)."""
@@ -110,6 +110,44 @@ def parse_task_id(task_id: str) -> tuple[RoomConfig, int]:
     key = f"{height}x{width}-b{boxes}"
     config = CONFIGS.get(key) or RoomConfig(height, width, boxes, walk_steps=height * width // 2)
     return config, seed
+
+
+def room_from_text(text: str) -> Room:
+    """A room from a grid in the text observation's symbols (cells may be space-separated):
+    ``#`` wall, ``_`` floor, ``O`` target, ``X`` box, ``√`` box on target, ``P`` player,
+    ``S`` player on target. For tests and hand-made levels."""
+    rows = [line.replace(" ", "") for line in text.strip().splitlines() if line.strip()]
+    height, width = len(rows), max(len(r) for r in rows)
+    floor, targets, boxes, players = set(), set(), [], []
+    for r, row in enumerate(rows):
+        for c, ch in enumerate(row.ljust(width, "#")):
+            i = r * width + c
+            if ch == "#":
+                continue
+            if ch not in "_OX√PS":
+                raise ValueError(f"unknown Sokoban symbol {ch!r} at row {r}, column {c}")
+            if r in (0, height - 1) or c in (0, width - 1):
+                raise ValueError("the outer ring of a room must be wall")
+            floor.add(i)
+            if ch in "O√S":
+                targets.add(i)
+            if ch in "X√":
+                boxes.append(i)
+            if ch in "PS":
+                players.append(i)
+    if len(players) != 1 or not boxes or len(boxes) != len(targets):
+        raise ValueError("a room needs one player and as many boxes as targets")
+    start = (players[0], tuple(sorted(boxes)))
+    plan = solve(floor, targets, start, width)
+    return Room(
+        height,
+        width,
+        frozenset(floor),
+        frozenset(targets),
+        players[0],
+        start[1],
+        solution_length=-1 if plan is None else len(plan),
+    )
 
 
 @lru_cache(maxsize=4096)
