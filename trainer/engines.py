@@ -1,0 +1,263 @@
+"""Rollout engines: turn many prompts into sampled completions with their token logprobs.
+
+``RolloutEngine`` is the protocol the collector talks to; ``HFEngine`` implements it with a plain
+Hugging Face model (batched, left-padded, KV-cached sampling written out here so that the returned
+logprobs are exactly the ones the trainer recomputes). A vLLM engine implements the same protocol.
+
+Conventions every engine follows:
+- ``Generation.ids`` are the sampled token ids, never re-tokenized; they end with the token that
+  completed a stop string, with the EOS token, or at ``max_new_tokens``.
+- ``Generation.logprobs[j] = log softmax(logits_j / T)[ids[j]]`` with the sampling temperature ``T``
+  and *without* top-p truncation (``T <= 0``, greedy, is scored at ``T = 1``), i.e. what
+  ``logprobs.response_logprobs(..., temperature=T)`` recomputes.
+- ``Generation.text`` is the decoded completion (special tokens dropped), cut right after the first
+  stop string, which is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from seed_gym.trainer.logprobs import token_logprobs_from_logits
+
+Messages = list[dict[str, Any]]
+Prompt = list[int] | Messages
+
+
+@dataclass
+class Generation:
+    ids: list[int]  # sampled token ids, as sampled
+    logprobs: list[float]  # sampling-policy logprob of each id (see module docstring)
+    text: str  # decoded, cut right after the stop string
+    finish_reason: str = "length"  # "stop" (stop string), "eos" or "length"
+    prompt_ids: list[int] = dataclasses.field(default_factory=list)  # the ids the model saw
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """What the collector needs from an inference backend."""
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] = (),
+        seed: int | None = None,
+    ) -> list[Generation]:
+        """One completion per prompt (token ids, or chat messages the engine templates)."""
+        ...
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Make the engine sample from ``model``'s current weights."""
+        ...
+
+
+def encode_chat(tokenizer, messages: Messages) -> list[int]:
+    """Chat messages -> prompt ids with the generation prompt, exactly as the model sees them."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _cache_field() -> str:
+    """transformers 5.x names the KV cache ``cache``; 4.x ``past_key_values``."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
+    return "cache" if "cache" in names else "past_key_values"
+
+
+def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Mask (to -inf) tokens outside the smallest set whose probability reaches ``top_p``."""
+    if top_p >= 1.0:
+        return logits
+    sorted_logits, sorted_idx = torch.sort(logits, descending=True, dim=-1)  # [B, V]
+    probs = torch.softmax(sorted_logits, dim=-1)  # [B, V]
+    # keep a token if the mass *before* it is < top_p (so the top token is always kept)
+    drop = (probs.cumsum(-1) - probs) >= top_p  # [B, V]
+    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
+    return torch.full_like(logits, float("-inf")).scatter(-1, sorted_idx, sorted_logits)
+
+
+class HFEngine:
+    """Batched sampling from a Hugging Face causal LM on this process's device.
+
+    The engine usually *shares* the trainer's model object, so ``sync_weights`` is free; give it a
+    separate copy (e.g. on another device) and ``sync_weights`` copies the state dict.
+
+    Args:
+        model: the policy (``PreTrainedModel`` or a peft wrapper).
+        tokenizer: its tokenizer, with a chat template (used when prompts are messages).
+        max_batch: prompts per forward pass; longer prompt lists are processed in chunks.
+        autocast_bf16: sample under bf16 autocast (faster on CPU; logprobs then differ slightly
+            from an fp32 recomputation).
+    """
+
+    def __init__(self, model, tokenizer, *, max_batch: int = 64, autocast_bf16: bool = False):
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self.autocast_bf16 = autocast_bf16
+        self.eos_ids = self._eos_ids(model, tokenizer)
+        self.pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        )
+        self._cache_field = _cache_field()
+
+    @staticmethod
+    def _eos_ids(model, tokenizer) -> list[int]:
+        ids: set[int] = set()
+        if tokenizer.eos_token_id is not None:
+            ids.add(int(tokenizer.eos_token_id))
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        if isinstance(gen_eos, int):
+            ids.add(gen_eos)
+        elif gen_eos:
+            ids.update(int(i) for i in gen_eos)
+        return sorted(ids)
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        if model is self.model:
+            return
+        self.model.load_state_dict(model.state_dict())
+
+    def _encode(self, prompt: Prompt) -> list[int]:
+        if len(prompt) and isinstance(prompt[0], dict):
+            return encode_chat(self.tokenizer, prompt)  # type: ignore[arg-type]
+        return [int(t) for t in prompt]  # type: ignore[union-attr]
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] = (),
+        seed: int | None = None,
+    ) -> list[Generation]:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        encoded = [self._encode(p) for p in prompts]
+        if any(len(p) == 0 for p in encoded):
+            raise ValueError("empty prompt")
+        # one generator for the whole call: the result depends on the seed and the prompt order
+        # (and max_batch), not on anything else in the process
+        gen = torch.Generator(device="cpu")
+        gen.manual_seed(int(seed) if seed is not None else int(torch.randint(2**62, (1,)).item()))
+        # similar lengths share a chunk so little compute goes to padding
+        order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
+        out: list[Generation | None] = [None] * len(encoded)
+        for start in range(0, len(order), self.max_batch):
+            idx = order[start : start + self.max_batch]
+            chunk = self._generate_batch(
+                [encoded[i] for i in idx], max_new_tokens, temperature, top_p, list(stop), gen
+            )
+            for i, g in zip(idx, chunk, strict=True):
+                g.prompt_ids = encoded[i]
+                out[i] = g
+        return out  # type: ignore[return-value]
+
+    @torch.no_grad()
+    def _generate_batch(
+        self,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: list[str],
+        gen: torch.Generator,
+    ) -> list[Generation]:
+        from seed_gym.trainer.models import autocast
+
+        model = self.model
+        device = next(model.parameters()).device
+        n = len(prompts)
+        p_len = max(len(p) for p in prompts)
+        input_ids = torch.full((n, p_len), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((n, p_len), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            input_ids[i, p_len - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+            attention[i, p_len - len(p) :] = 1
+        input_ids, attention = input_ids.to(device), attention.to(device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [n, P]
+        eos = torch.as_tensor(self.eos_ids, dtype=torch.long, device=device)
+        # a stop string is at most this many tokens long (every token decodes to >= 1 char); the
+        # tail window decoded per step is a bit longer to absorb partial UTF-8 bytes
+        window = max((len(s) for s in stop), default=0) + 4
+
+        ids: list[list[int]] = [[] for _ in range(n)]
+        lps: list[list[float]] = [[] for _ in range(n)]
+        reasons = ["length"] * n
+        alive = list(range(n))  # rows of the original batch still generating, in cache order
+        cache = None
+        was_training = model.training
+        model.eval()
+        try:
+            with autocast(self.autocast_bf16, device.type):
+                step_ids, step_mask, step_pos = input_ids, attention, positions
+                for t in range(max_new_tokens):
+                    kwargs = {self._cache_field: cache} if cache is not None else {}
+                    out = model(
+                        input_ids=step_ids,
+                        attention_mask=step_mask,
+                        position_ids=step_pos,
+                        use_cache=True,
+                        logits_to_keep=1,
+                        **kwargs,
+                    )
+                    cache = getattr(out, self._cache_field)
+                    logits = out.logits[:, -1].float()  # [b, V]
+                    if temperature > 0:
+                        scaled = logits / temperature  # [b, V]
+                        probs = torch.softmax(_top_p_filter(scaled, top_p), dim=-1)  # [b, V]
+                        tok = torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(-1)
+                        tok = tok.to(device)  # [b]
+                    else:
+                        tok = logits.argmax(-1)  # [b]
+                    lp, _ = token_logprobs_from_logits(logits, tok, temperature=temperature)  # [b]
+                    is_eos = torch.isin(tok, eos)  # [b]
+                    keep: list[int] = []
+                    for j, row in enumerate(alive):
+                        ids[row].append(int(tok[j]))
+                        lps[row].append(float(lp[j]))
+                        if bool(is_eos[j]):
+                            reasons[row] = "eos"
+                        elif stop and self._hit_stop(ids[row], stop, window):
+                            reasons[row] = "stop"
+                        else:
+                            keep.append(j)
+                    if not keep or t == max_new_tokens - 1:
+                        break
+                    next_tok = tok.unsqueeze(-1)  # [b, 1]
+                    next_pos = step_pos[:, -1:] + 1  # [b, 1]
+                    mask = torch.cat([step_mask, torch.ones_like(next_tok)], dim=-1)  # [b, P+t+1]
+                    if len(keep) < len(alive):  # drop finished rows from the batch and the cache
+                        sel = torch.as_tensor(keep, dtype=torch.long, device=device)
+                        cache.batch_select_indices(sel)
+                        next_tok, next_pos, mask = next_tok[sel], next_pos[sel], mask[sel]
+                        alive = [alive[j] for j in keep]
+                    step_ids, step_mask, step_pos = next_tok, mask, next_pos
+        finally:
+            model.train(was_training)
+        return [Generation(ids[i], lps[i], self._text(ids[i], stop), reasons[i]) for i in range(n)]
+
+    def _hit_stop(self, row_ids: list[int], stop: list[str], window: int) -> bool:
+        tail = self.tokenizer.decode(row_ids[-window:], skip_special_tokens=True)
+        return any(s in tail for s in stop)
+
+    def _text(self, row_ids: list[int], stop: list[str]) -> str:
+        text = self.tokenizer.decode(row_ids, skip_special_tokens=True)
+        cuts = [text.find(s) + len(s) for s in stop if s in text]
+        return text[: min(cuts)] if cuts else text
