@@ -1,0 +1,256 @@
+"""Teacher logprobs: the same sampled response ids, scored under a skill-augmented prompt by π_old.
+
+SEED.md, Stage 2 step 4. For every step-sample of an analyzed trajectory the chat messages that
+produced the prompt are rebuilt with the Episode-Level Skill block inserted (``insert_skill``), the
+new prompt alone is tokenized, the *stored* response ids are appended unchanged (never decoded and
+re-encoded), and one forward pass scores them; only response positions get logits
+(``logprobs.response_logprobs``). Nothing is generated.
+
+Where the block goes (``insert_skill``), in the first message whose text has a match:
+1. right after the line holding one of ``task_markers`` ("Your task is to:", "Your question:", ...);
+   the block becomes its own paragraph after that line;
+2. else right before ``fallback_marker`` ("Now it's your turn");
+3. else appended, as a last paragraph, to the last user message (so a template without either
+   marker still gets the skill; documented departure: SEED.md names only 1 and 2).
+
+Samples whose skill is ``None`` are not scored: teacher logprobs 0, teacher mask 0. An empty skill
+``""`` inserts nothing and is scored under the unchanged prompt, mask 0: a control that reproduces
+the plain logprobs.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seed_gym.trainer.trajectory import StepSample, Trajectory
+
+SKILL_HEADER = (
+    "**Episode-Level Skill**\n"
+    "Refer to this episode-level skill when deciding what action to take in the current episode:\n"
+)
+DEFAULT_TASK_MARKERS = ("Your task is to:", "Your question:")
+DEFAULT_FALLBACK_MARKER = "Now it's your turn"
+
+
+def skill_block(skill: str) -> str:
+    """The exact block of SEED.md (concatenated, so braces in a skill are safe)."""
+    return SKILL_HEADER + "[" + skill + "]"
+
+
+def _insert_into_text(
+    text: str, block: str, task_markers: Sequence[str], fallback_marker: str | None
+) -> tuple[str, str] | None:
+    """(new text, where) or None when the text has no marker."""
+    hits = [text.find(m) for m in task_markers if m and m in text]
+    if hits:
+        pos = min(hits)
+        eol = text.find("\n", pos)
+        if eol == -1:
+            return text + "\n\n" + block, "task"
+        return text[:eol] + "\n\n" + block + "\n" + text[eol:], "task"
+    if fallback_marker and fallback_marker in text:
+        pos = text.find(fallback_marker)
+        before = text[:pos].rstrip(" \t")
+        lead = "" if not before or before.endswith("\n") else "\n\n"
+        return before + lead + block + "\n\n" + text[pos:], "fallback"
+    return None
+
+
+def insert_skill(
+    messages: Sequence[dict[str, Any]],
+    skill: str | None,
+    task_markers: Sequence[str] = DEFAULT_TASK_MARKERS,
+    fallback_marker: str | None = DEFAULT_FALLBACK_MARKER,
+    *,
+    return_where: bool = False,
+) -> list[dict[str, Any]] | tuple[list[dict[str, Any]], str]:
+    """A copy of ``messages`` with the skill block inserted (see the module docstring for where).
+
+    ``skill`` None or "" inserts nothing. With ``return_where`` also returns
+    ``"task" | "fallback" | "append" | "none"``.
+    """
+    out = copy.deepcopy(list(messages))
+    where = "none"
+    if skill:
+        block = skill_block(skill)
+        texts = [i for i, m in enumerate(out) if isinstance(m.get("content"), str)]
+        for stage in ("task", "fallback"):
+            for i in texts:
+                if out[i].get("role") == "assistant":
+                    continue  # never rewrite what the model said
+                markers = task_markers if stage == "task" else ()
+                fallback = fallback_marker if stage == "fallback" else None
+                hit = _insert_into_text(out[i]["content"], block, markers, fallback)
+                if hit is not None:
+                    out[i]["content"], where = hit
+                    break
+            if where != "none":
+                break
+        if where == "none":
+            users = [i for i in texts if out[i].get("role") == "user"]
+            if not users:
+                raise ValueError("insert_skill: no text user message to put the skill into")
+            i = users[-1]
+            out[i]["content"] = out[i]["content"].rstrip("\n") + "\n\n" + block
+            where = "append"
+    return (out, where) if return_where else out
+
+
+# --- scoring ------------------------------------------------------------------------------------
+@dataclass
+class TeacherScores:
+    """Teacher logprobs of the stored response ids, right-padded to the longest response L."""
+
+    logprobs: Any  # torch.Tensor [N, L] fp32, 0 where masked
+    mask: Any  # torch.Tensor [N, L] fp32: 1 on response tokens of samples with a skill
+    per_sample: list[Any]  # list of [L_i] tensors (None where not scored)
+    where: list[str]  # insertion point per sample ("task" | "fallback" | "append" | "none")
+
+
+def default_encode_prompt(tokenizer: Any) -> Callable[[list[dict[str, Any]]], list[int]]:
+    from seed_gym.trainer.chat_generate import encode_chat
+
+    return lambda messages: encode_chat(tokenizer, messages)
+
+
+def teacher_inputs(
+    tokenizer: Any,
+    samples: Sequence[StepSample],
+    skills: Sequence[str | None],
+    *,
+    task_markers: Sequence[str] = DEFAULT_TASK_MARKERS,
+    fallback_marker: str | None = DEFAULT_FALLBACK_MARKER,
+    encode_prompt: Callable[[list[dict[str, Any]]], list[int]] | None = None,
+    verify_plain: str = "warn",
+) -> tuple[list[int], list[list[int]], list[list[int]], list[str]]:
+    """What ``teacher_logprobs`` scores: (indices of scored samples, teacher prompt ids, response
+    ids — the stored ones, copied unchanged — and the insertion point per sample)."""
+    if len(samples) != len(skills):
+        raise ValueError(f"{len(samples)} samples but {len(skills)} skills")
+    if verify_plain not in ("warn", "raise", "off"):
+        raise ValueError(f"verify_plain must be 'warn', 'raise' or 'off', not {verify_plain!r}")
+    encode = encode_prompt or default_encode_prompt(tokenizer)
+    scored, prompts, responses, where = [], [], [], ["none"] * len(samples)
+    mismatches = 0
+    for i, (sample, skill) in enumerate(zip(samples, skills, strict=True)):
+        if skill is None:
+            continue
+        if sample.images:
+            raise NotImplementedError(
+                "teacher_logprobs rescoring is text-only; image prompts need the processor path"
+            )
+        if verify_plain != "off" and list(encode(sample.messages)) != list(sample.prompt_ids):
+            mismatches += 1
+        messages, where[i] = insert_skill(
+            sample.messages, skill, task_markers, fallback_marker, return_where=True
+        )
+        scored.append(i)
+        prompts.append(list(encode(messages)))
+        responses.append(list(sample.response_ids))
+    if mismatches:
+        msg = (
+            f"{mismatches} of {len(scored)} samples: re-encoding the plain messages does not give "
+            "the stored prompt_ids; pass the rollout's encode_prompt to teacher_logprobs"
+        )
+        if verify_plain == "raise":
+            raise ValueError(msg)
+        warnings.warn(msg, stacklevel=3)
+    return scored, prompts, responses, where
+
+
+def teacher_logprobs(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[StepSample],
+    skills: Sequence[str | None],
+    *,
+    task_markers: Sequence[str] = DEFAULT_TASK_MARKERS,
+    fallback_marker: str | None = DEFAULT_FALLBACK_MARKER,
+    micro_batch: int = 8,
+    pad_id: int | None = None,
+    encode_prompt: Callable[[list[dict[str, Any]]], list[int]] | None = None,
+    verify_plain: str = "warn",
+) -> TeacherScores:
+    """Score ``samples[i].response_ids`` after the skill-augmented prompt of ``skills[i]`` under
+    ``model`` (π_old: call before the update). No grad; batched ``micro_batch`` pairs per forward.
+
+    ``encode_prompt`` must tokenize messages exactly as the rollout did (default: the chat template
+    with the generation prompt). ``verify_plain`` ("warn" | "raise" | "off") re-encodes the *plain*
+    messages and compares them with the stored ``prompt_ids``: a mismatch means teacher and student
+    prompts are tokenized differently and the gap would measure tokenization, not the skill.
+    Image samples are not supported (text-only rescoring): they raise ``NotImplementedError``.
+    """
+    import torch
+
+    from seed_gym.trainer.logprobs import response_logprobs
+
+    if pad_id is None:
+        pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+    inputs = teacher_inputs(
+        tokenizer,
+        samples,
+        skills,
+        task_markers=task_markers,
+        fallback_marker=fallback_marker,
+        encode_prompt=encode_prompt,
+        verify_plain=verify_plain,
+    )
+    scored, prompts, responses, where = inputs
+    per_sample: list[Any] = [None] * len(samples)
+    if scored:
+        lps, _ = response_logprobs(
+            model, prompts, responses, micro_batch=micro_batch, pad_id=pad_id
+        )
+        for i, lp in zip(scored, lps, strict=True):
+            per_sample[i] = lp
+    width = max([1] + [len(s.response_ids) for s in samples])
+    logprobs = torch.zeros((len(samples), width), dtype=torch.float32)  # [N, L]
+    mask = torch.zeros((len(samples), width), dtype=torch.float32)  # [N, L]
+    for i, lp in enumerate(per_sample):
+        if lp is None:
+            continue
+        logprobs[i, : len(lp)] = lp
+        if skills[i]:  # "" is the no-insertion control: scored, but not a teacher
+            mask[i, : len(lp)] = 1.0
+    return TeacherScores(logprobs, mask, per_sample, where)
+
+
+# --- per-trajectory bookkeeping -----------------------------------------------------------------
+def flatten_with_skills(
+    trajectories: Sequence[Trajectory], skills: Sequence[Any]
+) -> tuple[list[StepSample], list[str | None], list[int]]:
+    """Step-samples of all trajectories with each trajectory's skill text (``Skill``, str or None)
+    repeated per step, and the trajectory index of each sample."""
+    if len(trajectories) != len(skills):
+        raise ValueError(f"{len(trajectories)} trajectories but {len(skills)} skills")
+    samples, texts, owner = [], [], []
+    for t_idx, (traj, skill) in enumerate(zip(trajectories, skills, strict=True)):
+        text = getattr(skill, "skill", skill)
+        for step in traj.steps:
+            samples.append(step)
+            texts.append(text)
+            owner.append(t_idx)
+    return samples, texts, owner
+
+
+def mean_teacher_gap(
+    samples: Sequence[StepSample], scores: TeacherScores, owner: Sequence[int], n_traj: int
+) -> list[float | None]:
+    """Per trajectory: mean over its masked response tokens of ``teacher_lp − old_lp`` (the stored
+    sampling logprobs), or None when it has no teacher tokens. For the skill log."""
+    sums = [0.0] * n_traj
+    counts = [0] * n_traj
+    for i, sample in enumerate(samples):
+        lp = scores.per_sample[i]
+        if lp is None or not float(scores.mask[i].sum()):
+            continue
+        k = min(len(lp), len(sample.old_logprobs))
+        sums[owner[i]] += float(sum(lp[:k].tolist()) - sum(sample.old_logprobs[:k]))
+        counts[owner[i]] += k
+    return [s / c if c else None for s, c in zip(sums, counts, strict=True)]
