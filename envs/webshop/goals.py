@@ -1,0 +1,141 @@
+"""Goals from products (synthetic, as WebShop's ``get_synthetic_goals``) or from human
+instructions (``get_human_goals``), their price bounds, and the one fixed global split.
+
+The price bound follows WebShop: the multiples of 10 dollars above the product's price, the first
+four of them, two drawn and the larger kept ("and price lower than 40.00 dollars"); a product
+whose price leaves fewer than two such values gets no bound. The draw is seeded by the task id,
+not by a global ``random.seed``, so every process sees the same goals.
+
+Split: goals of the categories in ``unseen_categories`` form ``unseen``; of the rest, a fixed
+fraction of *products* (by a hash of the asin, so all goals of one product stay together) forms
+``seen`` and the others ``train``. Hashes, not positions, decide, so a goal keeps its split when
+the catalog grows.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from seed_gym.envs.webshop.records import Goal, Product, int_hash, unit_hash
+
+PRICE_RANGE = [10.0 * i for i in range(1, 100)]
+NO_PRICE_BOUND = 1_000_000.0
+
+
+def price_bound(price: float, key: str) -> tuple[float, str]:
+    """``(price_upper, text)``: WebShop's bound for a product costing ``price``."""
+    candidates = [p for p in PRICE_RANGE if p > price][:4]
+    if len(candidates) < 2:
+        return NO_PRICE_BOUND, ""
+    rng = np.random.default_rng(int_hash("price_upper", key))
+    pair = sorted(rng.choice(candidates, size=2, replace=False).tolist())
+    upper = float(pair[1])
+    return upper, f", and price lower than {upper:.2f} dollars"
+
+
+def assign_split(
+    category: str, asin: str, *, unseen_categories: tuple[str, ...], seen_fraction: float
+) -> str:
+    if category in unseen_categories:
+        return "unseen"
+    return "seen" if unit_hash("split", asin) < seen_fraction else "train"
+
+
+def synthetic_goals(
+    products: list[Product],
+    *,
+    all_combinations: bool = False,
+    unseen_categories: tuple[str, ...] = (),
+    seen_fraction: float = 0.1,
+) -> list[Goal]:
+    """Goals written from each product's ``instruction``, its ``instruction_attributes`` and a
+    combination of its options. WebShop makes one goal per option combination
+    (``all_combinations=True``); the generated catalog keeps one combination per product, drawn
+    from the asin, so goal count grows linearly with the catalog."""
+    goals: list[Goal] = []
+    for p in products:
+        if not p.instruction or not p.instruction_attributes:
+            continue
+        names = sorted(p.options)
+        combos = (
+            list(itertools.product(*(p.options[n] for n in names))) if all_combinations else None
+        )
+        if combos is None:
+            combos = [
+                tuple(
+                    p.options[n][int_hash("option", p.asin, n) % len(p.options[n])] for n in names
+                )
+            ]
+        for k, combo in enumerate(combos):
+            task_id = f"{p.asin}-{k}" if all_combinations else p.asin
+            goal_options = dict(zip(names, combo, strict=True))
+            option_text = ", and ".join(f"{n}: {v}" for n, v in goal_options.items())
+            option_text = f" with {option_text}" if option_text else ""
+            upper, price_text = price_bound(p.price, task_id)
+            goals.append(
+                Goal(
+                    task_id=task_id,
+                    asin=p.asin,
+                    instruction=f"{p.instruction}{option_text}{price_text}",
+                    attributes=tuple(p.instruction_attributes),
+                    options=goal_options,
+                    price_upper=upper,
+                    category=p.category,
+                    query=p.query,
+                    product_category=p.product_category,
+                    name=p.title,
+                    split=assign_split(
+                        p.category,
+                        p.asin,
+                        unseen_categories=unseen_categories,
+                        seen_fraction=seen_fraction,
+                    ),
+                )
+            )
+    return goals
+
+
+def human_goals(
+    products: list[Product],
+    instructions: dict[str, list[dict]],
+    *,
+    unseen_categories: tuple[str, ...] = (),
+    seen_fraction: float = 0.1,
+) -> list[Goal]:
+    """Goals from ``items_human_ins.json``; instructions without attributes are skipped, as in
+    WebShop. Goal options are a list of values (the human file does not name them)."""
+    goals: list[Goal] = []
+    for p in products:
+        for j, ins in enumerate(instructions.get(p.asin, [])):
+            attributes = ins.get("instruction_attributes") or []
+            if not attributes:
+                continue
+            task_id = f"{p.asin}-h{j}"
+            upper, price_text = price_bound(p.price, task_id)
+            raw_options = ins.get("instruction_options") or []
+            options = (
+                tuple(raw_options.values()) if isinstance(raw_options, dict) else tuple(raw_options)
+            )
+            goals.append(
+                Goal(
+                    task_id=task_id,
+                    asin=p.asin,
+                    instruction=str(ins.get("instruction", "")).strip(".") + price_text,
+                    attributes=tuple(attributes),
+                    options=tuple(str(o).lower() for o in options),
+                    price_upper=upper,
+                    category=p.category,
+                    query=p.query,
+                    product_category=p.product_category,
+                    name=p.title,
+                    split=assign_split(
+                        p.category,
+                        p.asin,
+                        unseen_categories=unseen_categories,
+                        seen_fraction=seen_fraction,
+                    ),
+                )
+            )
+    return goals
