@@ -169,3 +169,94 @@ def entropy_bonus(
 
 # --- on-policy distillation (OPD) ---------------------------------------------------------------
 # Gated OPD and its variants (SEED) are appended below this line.
+
+# --- on-policy distillation (SEED) --------------------------------------------------------------
+# SEED.md, Stage 2 step 5. ``teacher_logprobs`` score the sampled response ids under the prompt
+# with the hindsight skill inserted (π_old, no grad); ``logprobs`` are the current policy's under
+# the plain prompt. ``teacher_mask`` [N, L] is 1 on response tokens of samples that have a skill.
+#
+#   gap   = stopgrad(teacher_logprobs - logprobs)                      [N, L]
+#   gate  = stopgrad(sigmoid(beta * gap))                              [N, L]
+#   L_opd = token_mean(gate * (teacher_logprobs - logprobs), response_mask * teacher_mask)
+#
+# dL_opd/dlogprobs = -gate / n_tokens: every step raises the sampled token, most where the skill
+# context agrees with it (gap > 0, gate -> 1), least where it disagrees (gate -> 0).
+
+
+def opd_token_loss(
+    logprobs: torch.Tensor, teacher_logprobs: torch.Tensor, *, beta: float = 5.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-token gated OPD loss. logprobs, teacher_logprobs: [N, L].
+
+    Returns (loss [N, L], gate [N, L], gap [N, L]); gate and gap carry no gradient, the loss
+    has gradient ``-gate`` w.r.t. ``logprobs`` and none w.r.t. ``teacher_logprobs``.
+    """
+    teacher = teacher_logprobs.detach().float()  # [N, L]
+    gap = teacher - logprobs.detach().float()  # [N, L]
+    gate = torch.sigmoid(beta * gap)  # [N, L]
+    loss = gate * (teacher - logprobs.float())  # [N, L]
+    return loss, gate, gap
+
+
+def opd_loss(
+    logprobs: torch.Tensor,
+    teacher_logprobs: torch.Tensor,
+    response_mask: torch.Tensor,
+    teacher_mask: torch.Tensor,
+    *,
+    beta: float = 5.0,
+    positive_only: bool = False,
+    num_tokens: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Token-mean gated OPD loss (scalar, to be weighted by lambda) and its metrics.
+
+    ``positive_only`` keeps only tokens with gap > 0 (the skill context finds the token more
+    likely); the denominator stays the response·teacher token count, so the kept tokens get
+    exactly the gradient they get in the full loss. ``num_tokens`` overrides the denominator
+    (gradient accumulation over micro-batches, as ``token_mean``).
+
+    logprobs, teacher_logprobs, response_mask, teacher_mask: [N, L].
+    Metrics: ``opd/loss``, ``opd/gate_mean``, ``opd/active_ratio`` (gate > 0.5, i.e. gap > 0),
+    ``opd/teacher_gap_mean``, ``opd/teacher_tokens``, all over response·teacher tokens.
+    """
+    loss, gate, gap = opd_token_loss(logprobs, teacher_logprobs, beta=beta)
+    mask = response_mask.float() * teacher_mask.float()  # [N, L]
+    denom = mask.sum() if num_tokens is None else num_tokens
+    if positive_only:
+        loss = loss * (gap > 0).float()  # [N, L]
+    total = token_mean(loss, mask, num_tokens=float(denom))
+    stats = opd_metrics(gate, gap, mask)
+    stats["opd/loss"] = float(total.detach())
+    return total, stats
+
+
+def opd_metrics(gate: torch.Tensor, gap: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """Gate and gap statistics over ``mask`` (all [N, L]); zeros when the mask is empty."""
+    with torch.no_grad():
+        return {
+            "opd/gate_mean": float(masked_mean(gate, mask)),
+            "opd/active_ratio": float(masked_mean((gate > 0.5).float(), mask)),
+            "opd/teacher_gap_mean": float(masked_mean(gap, mask)),
+            "opd/teacher_tokens": float(mask.sum()),
+        }
+
+
+def teacher_advantages(
+    advantages: torch.Tensor,
+    teacher_logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    teacher_mask: torch.Tensor,
+    *,
+    weight: float,
+    clip: float | None = None,
+) -> torch.Tensor:
+    """OPID "teacher advantage" mode: ``A + weight * (teacher_lp - old_lp)`` on teacher tokens
+    (no separate OPD loss; the PPO-clip loss carries the signal). ``clip`` bounds the added term
+    to ``[-clip, clip]`` if given. Everything here is constant w.r.t. the policy.
+
+    advantages, teacher_logprobs, old_logprobs, teacher_mask: [N, L] -> [N, L].
+    """
+    bonus = (teacher_logprobs.detach() - old_logprobs.detach()).float()  # [N, L]
+    if clip is not None:
+        bonus = bonus.clamp(-clip, clip)  # [N, L]
+    return advantages + weight * bonus * teacher_mask.float()  # [N, L]
