@@ -27,7 +27,7 @@ from seed_gym.envs.search import kb, wiki
 from seed_gym.envs.search.corpus import Corpus
 from seed_gym.envs.search.questions import QAItem
 
-VERSION = "offline-v1"
+VERSION = "offline-v1"  # bump when the generated data changes
 SEEN_PER_STYLE = 150
 
 

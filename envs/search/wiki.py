@@ -83,6 +83,12 @@ def wiki_passages(summaries: dict[str, dict]) -> list[Passage]:
     return out
 
 
+def oracle_query(title: str, row: dict) -> str:
+    """The search the oracle issues for an article: its name and short description (a bare
+    name like "Jaws" is too common for BM25 to rank the article in the top 3)."""
+    return f"{display_title(title)} {(row.get('description') or '').strip()}".strip()
+
+
 def display_title(title: str) -> str:
     """``"Casablanca (film)"`` -> ``"Casablanca"``."""
     return re.sub(r"\s*\([^)]*\)$", "", title).strip()
@@ -112,7 +118,7 @@ def wiki_questions(summaries: dict[str, dict], passages: list[Passage]) -> list[
                 golden_answers=(answer,),
                 data_source="wiki_facts",
                 supporting_ids=(passage.id,),
-                oracle_queries=(display_title(passage.title),),
+                oracle_queries=(oracle_query(passage.title, summaries[passage.title]),),
                 style="single",
                 meta={"relation": relation},
             )
@@ -181,7 +187,7 @@ def fanoutqa_questions(summaries: dict[str, dict], passages: list[Passage]) -> l
                     golden_answers=(answer.strip(),),
                     data_source="fanoutqa",
                     supporting_ids=(passage.id,),
-                    oracle_queries=(display_title(title),),
+                    oracle_queries=(oracle_query(title, summaries[title]),),
                     style="single",
                     meta={"parent": top["id"]},
                 )
