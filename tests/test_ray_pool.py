@@ -15,6 +15,7 @@ from seed_gym.checker import _equal
 
 ray = pytest.importorskip("ray")
 
+from seed_gym.wrappers.group import EnvPoolError  # noqa: E402
 from seed_gym.wrappers.ray_pool import ERROR_KEY, RayEnvPool  # noqa: E402
 
 # workers unpickle the factories below; this test module is not importable there
@@ -120,10 +121,15 @@ def test_killed_worker_fails_its_episodes_and_restarts(local_ray):
         assert pool.restarts == 1
         # env 0 was on the killed worker too: its episode is lost though it was not stepped
         assert ERROR_KEY in pool.step([0], ["a"])[0][4]
+        with pytest.raises(EnvPoolError, match="died"):
+            pool.call(0, "target")
         # after a reset everything works again, on the fresh worker, with identical episodes
         again = pool.reset([0, 1, 2, 3])
         assert _equal(again, first)
         assert all(ERROR_KEY not in r[4] for r in pool.step([0, 1, 2, 3], ["a"] * 4))
+        reference = make_dice(1)
+        reference.reset(seed=1)
+        assert pool.call(1, "target") == reference.target
     finally:
         pool.close()
 
@@ -186,3 +192,73 @@ def test_bad_calls_raise_clear_errors(local_ray):
         pool.close()
     with pytest.raises(ValueError, match="at least one"):
         RayEnvPool([])
+
+
+# --- the real suite through make_group_pool ------------------------------------------------------
+SOKOBAN = "seed_gym/Sokoban-v0"
+
+
+def canon(x):
+    """Results as plain comparable values (PIL images by their pixels)."""
+    if isinstance(x, dict):
+        return {k: canon(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [canon(v) for v in x]
+    if hasattr(x, "tobytes") and hasattr(x, "size"):  # PIL.Image or ndarray
+        return (type(x).__name__, getattr(x, "size", None), x.tobytes())
+    return x
+
+
+def sokoban_completions(rng: np.random.Generator, n: int) -> list[str]:
+    """Valid moves and malformed outputs, as a sampling model would produce."""
+    moves = ["up", "down", "left", "right"]
+    out = []
+    for _ in range(n):
+        move = moves[int(rng.integers(4))]
+        out.append(
+            [
+                f"<think>go {move}</think><action>{move}</action>",
+                f"<think>hm</think><action>{move}</action>",
+                "I will move somewhere",
+                f"<action>{move}",
+            ][int(rng.integers(4))]
+        )
+    return out
+
+
+def play_group(pool, seeds: list[int], turns: int) -> list:
+    rng = np.random.default_rng(3)
+    record = [canon(pool.reset(seeds))]
+    live = list(range(len(pool)))
+    for _ in range(turns):
+        if not live:
+            break
+        results = pool.step(live, sokoban_completions(rng, len(live)))
+        record.append((list(live), canon(results)))
+        live = [i for i, r in zip(live, results, strict=True) if not (r[2] or r[3])]
+    record.append([pool.call(i, "privileged_info") for i in range(len(pool))])
+    return record
+
+
+@pytest.mark.parametrize("modality", ["text", "image"])
+def test_sokoban_group_pool_ray_matches_local(local_ray, modality):
+    import seed_gym
+    from seed_gym.wrappers.group import make_group_pool
+
+    if SOKOBAN not in seed_gym.list_envs():
+        pytest.skip("Sokoban is not registered")
+    tasks = seed_gym.task_ids(SOKOBAN, "train")[:2]
+    seeds = [7, 7, 8, 8]  # 2 tasks x G=2
+    runs = {}
+    for backend, kwargs in (("local", {}), ("ray", {"envs_per_worker": 3})):
+        pool = make_group_pool(SOKOBAN, tasks, 2, modality=modality, backend=backend, **kwargs)
+        try:
+            runs[backend] = play_group(pool, seeds, turns=16 if modality == "text" else 3)
+        finally:
+            pool.close()
+    assert runs["ray"] == runs["local"]
+    first = runs["local"][0]
+    assert first[0] == first[1] and first[0] != first[2]  # copies of a task start alike
+    assert len(runs["local"]) > 3
+    if modality == "image":
+        assert first[0][0]["images"][0][0] == "Image"

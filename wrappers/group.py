@@ -282,7 +282,7 @@ class EnvPool:
         (``pool.call(i, "privileged_info")``); the result must pickle for subprocess pools."""
         self._check()
         if self._ray is not None:
-            raise NotImplementedError("call() is not available on the ray backend")
+            return self._ray.call(index, name)
         if self.backend == "local":
             return _call(self.envs[index], name)
         w, j = self._where[index]

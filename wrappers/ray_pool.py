@@ -31,6 +31,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from seed_gym.wrappers.group import EnvPoolError
+
 logger = logging.getLogger(__name__)
 
 ERROR_KEY = "pool.error"
@@ -79,6 +81,17 @@ class _EnvWorker:
             except Exception as e:
                 logger.exception("env %d failed in step", slot)
                 out.append((_ERR, f"env raised in step: {_describe(e)}"))
+        return out
+
+    def call(self, slots: list[int], names: list[str]):
+        out = []
+        for slot, name in zip(slots, names, strict=True):
+            try:
+                attr = getattr(self.envs[slot].unwrapped, name)
+                out.append((_OK, attr() if callable(attr) else attr))
+            except Exception as e:
+                logger.exception("env %d failed in call(%r)", slot, name)
+                out.append((_ERR, f"env raised in call({name!r}): {_describe(e)}"))
         return out
 
     def pid(self) -> int:
@@ -207,6 +220,22 @@ class RayEnvPool:
                 self._failed[i] = results[i][1]
             out.append(self._failure(i))
         return out
+
+    def call(self, index: int, name: str) -> Any:
+        """Attribute ``name`` of env ``index``'s raw game, called if it is a method
+        (``pool.call(i, "privileged_info")``). Raises ``EnvPoolError`` if the env raised or its
+        episode failed (the answer would describe a fresh env, not the episode)."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"env index {index} out of range for a pool of {len(self)}")
+        if self._failed[index] is None:
+            status, payload, _ = self._call("call", [index], {index: (name,)}, self.step_timeout)[
+                index
+            ]
+            if status == _OK:
+                return payload
+            if self._failed[index] is None:  # the env raised; its worker and episode live on
+                raise EnvPoolError(f"env {index}: {payload}")
+        raise EnvPoolError(f"env {index}'s episode failed: {self._failed[index]}")
 
     def close(self) -> None:
         if self._closed:
