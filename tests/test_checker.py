@@ -1,0 +1,141 @@
+"""``check_env`` can fail: each broken variant of the example env is caught, with a useful message.
+
+The unbroken example passes (the control), so each failure below is due to the one thing broken.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import gymnasium as gym
+import pytest
+from conftest import import_example
+from gymnasium.wrappers import TimeLimit
+
+from seed_gym import check_env
+from seed_gym.checker import EnvCheckError
+from seed_gym.splits import SplitManifest
+
+guess_number = import_example()
+Base = guess_number.GuessNumberEnv
+
+
+def made(cls, split="train"):
+    return TimeLimit(cls(split=split), 12)
+
+
+class MissingInfoKey(Base):
+    def _info(self, **kwargs):
+        info = super()._info(**kwargs)
+        del info["task_type"]
+        return info
+
+
+class NonDeterministic(Base):
+    """Unpinned resets draw from a process-wide counter instead of ``self.np_random``."""
+
+    draws = itertools.count()
+
+    def _choose_task(self, options):
+        if options and "task_id" in options:
+            return super()._choose_task(options)
+        return self.task_ids[next(self.draws) % len(self.task_ids)]
+
+
+class DriftsAfterAFewSteps(Base):
+    """Deterministic for gymnasium's one-step probe; later steps depend on a process-wide
+    counter, so two copies with the same seed part ways (seed-gym's longer rollouts see it)."""
+
+    drift = itertools.count()
+
+    def reset(self, *, seed=None, options=None):
+        self.steps = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 3:
+            self.secret = 1 + next(self.drift) % self.top
+        return super().step(action)
+
+
+class RaisesOnGarbage(Base):
+    def step(self, action):
+        return super().step(action.strip())  # AttributeError on non-str actions
+
+
+class GarbageCountsAsValid(Base):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        info["action_is_valid"] = True
+        return obs, reward, terminated, truncated, info
+
+
+class AcceptsUnknownTasks(Base):
+    def _choose_task(self, options):
+        if options and options.get("task_id") not in self.task_ids:
+            return self.task_ids[0]
+        return super()._choose_task(options)
+
+
+class LeakySplits(Base):
+    def manifest(self, split):
+        m = super().manifest(split)
+        if split == "seen":  # a training task leaks into the held-out split
+            return SplitManifest(m.env_id, split, (*m.task_ids, "secret-1"))
+        return m
+
+
+class UnstableManifest(Base):
+    calls = itertools.count()
+
+    def manifest(self, split):
+        m = super().manifest(split)
+        ids = m.task_ids if next(self.calls) < 6 else m.task_ids[::-1]
+        return SplitManifest(m.env_id, split, ids)
+
+
+class NotASeedEnv(gym.Env):
+    observation_space = gym.spaces.Discrete(2)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
+
+def test_the_unbroken_example_passes():
+    for split in ("train", "seen", "unseen"):
+        check_env(made(Base, split))
+
+
+@pytest.mark.parametrize(
+    ("cls", "message"),
+    [
+        (MissingInfoKey, r"info after reset lacks \['task_type'\]"),
+        (DriftsAfterAFewSteps, r"seed 0: two runs differ at record"),
+        (RaisesOnGarbage, r"step\(None\) raised AttributeError"),
+        (GarbageCountsAsValid, r"must set action_is_valid=False"),
+        (AcceptsUnknownTasks, r"unknown task_id must raise ValueError"),
+        (UnstableManifest, r"split manifests are not stable"),
+        (NotASeedEnv, r"must subclass seed_gym.SeedEnv"),
+    ],
+)
+def test_check_env_catches(cls, message):
+    with pytest.raises(EnvCheckError, match=message):
+        check_env(TimeLimit(cls(), 12) if cls is NotASeedEnv else made(cls))
+
+
+def test_check_env_catches_nondeterministic_resets():
+    # gymnasium's own probe (run first inside check_env) already sees this one
+    with pytest.raises(AssertionError, match="Deterministic"):
+        check_env(made(NonDeterministic))
+
+
+def test_check_env_catches_overlapping_splits():
+    # check_disjoint reports the leaked id (as ValueError, the splits module's error)
+    with pytest.raises(ValueError, match="'secret-1' is in both 'train' and 'seen'"):
+        check_env(made(LeakySplits))
