@@ -85,7 +85,8 @@ def _validate(request: object, default_topk: int) -> tuple[list[str], int]:
         raise ValueError("'queries' must be a list of strings")
     if len(queries) > MAX_QUERIES:
         raise ValueError(f"at most {MAX_QUERIES} queries per request")
-    topk = request.get("topk") or default_topk
+    topk = request.get("topk")
+    topk = default_topk if topk is None else topk
     if not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
         raise ValueError(f"'topk' must be an integer in 1..{MAX_TOPK}")
     return queries, topk
