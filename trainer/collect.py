@@ -1,0 +1,186 @@
+"""Multi-turn group rollouts: B tasks × G copies stepped together until every episode ends.
+
+One call of ``collect`` runs one batch of episodes on an ``EnvPool`` laid out by
+``make_group_pool`` (env ``b*G + g`` is copy g of task b). Every copy of task b is reset with the
+same task id and env seed, so the G episodes of a group start identically and differ only by what
+the policy samples. Each turn, the chat messages of every live episode go to the rollout engine in
+one batch; each completion (text) steps its env. The per-step record keeps the prompt messages and
+ids, the response ids and logprobs *as sampled*, the parsed action, validity and reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seed_gym.trainer.engines import RolloutEngine
+from seed_gym.trainer.trajectory import StepSample, Trajectory
+
+# env-specific raw scores worth keeping next to ``won`` (first one present wins)
+SCORE_KEYS = ("webshop.score", "search.f1", "score")
+
+
+@dataclass
+class SamplingParams:
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """Sampling seed of one turn of one collection: independent streams per (seed, turn)."""
+    return int(np.random.SeedSequence([seed, turn]).generate_state(1, dtype=np.uint64)[0] >> 2)
+
+
+def collect(
+    pool,
+    engine: RolloutEngine,
+    task_ids: Sequence[str],
+    env_seeds: Sequence[int],
+    *,
+    sampling: SamplingParams,
+    seed: int,
+    stop: Sequence[str] | None = None,
+    prefix: str = "",
+    max_turns: int | None = None,
+    progress: bool = False,
+) -> list[Trajectory]:
+    """Run ``len(task_ids)`` groups of ``pool.group_size`` episodes to the end.
+
+    Args:
+        pool: an ``EnvPool`` of ``len(task_ids) * G`` agent envs (``make_group_pool``).
+        engine: samples completions (``RolloutEngine``).
+        task_ids: the task of each group (overrides the tasks the pool was built with).
+        env_seeds: the env seed of each group (all its copies share it).
+        sampling: max new tokens, temperature (<= 0: greedy) and top-p.
+        seed: sampling seed of this collection (turn t samples with ``turn_seed(seed, t)``).
+        stop: stop strings (default: the pool's ``agent_spec.stop``).
+        prefix: prepended to trajectory and group ids ("it3-" gives "it3-b1-g5").
+        max_turns: a safety cap; envs carry their own step limit, so this rarely binds (an episode
+            cut by it is marked ``truncated``).
+        progress: show a tqdm bar over turns.
+
+    Returns the B·G trajectories in pool order (group b's copies are consecutive).
+    """
+    g_size = int(getattr(pool, "group_size", 1))
+    n_groups = len(task_ids)
+    if len(env_seeds) != n_groups:
+        raise ValueError(f"{n_groups} tasks but {len(env_seeds)} env seeds")
+    if n_groups * g_size != len(pool):
+        raise ValueError(f"the pool holds {len(pool)} envs, not {n_groups} tasks × {g_size} copies")
+    if stop is None:
+        spec = getattr(pool, "agent_spec", None)
+        stop = tuple(spec.stop) if spec is not None else ()
+
+    seeds = [int(env_seeds[i // g_size]) for i in range(len(pool))]
+    options = [{"task_id": task_ids[i // g_size]} for i in range(len(pool))]
+    trajs: list[Trajectory] = []
+    obs: list[Any] = []
+    infos: list[dict] = []
+    for i, (o, info) in enumerate(pool.reset(seeds, options)):
+        b, g = divmod(i, g_size)
+        trajs.append(
+            Trajectory(
+                traj_id=f"{prefix}b{b}-g{g}",
+                group_id=f"{prefix}b{b}",
+                task_id=str(info.get("task_id", task_ids[b])),
+                task_type=str(info.get("task_type", "")),
+                task=str(info.get("task", "")),
+                seed=seeds[i],
+            )
+        )
+        obs.append(o)
+        infos.append(info)
+
+    live = list(range(len(pool)))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc="rollout turns", unit="turn", leave=False)
+    turn = 0
+    try:
+        while live:
+            if max_turns is not None and turn >= max_turns:
+                for i in live:
+                    trajs[i].truncated = True
+                break
+            gens = engine.generate(
+                [obs[i]["messages"] for i in live],
+                max_new_tokens=sampling.max_new_tokens,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                stop=stop,
+                seed=turn_seed(seed, turn),
+            )
+            results = pool.step(live, [g.text for g in gens])
+            still: list[int] = []
+            for i, gen, (o, reward, term, trunc, info) in zip(live, gens, results, strict=True):
+                traj = trajs[i]
+                traj.steps.append(
+                    StepSample(
+                        messages=obs[i]["messages"],
+                        prompt_ids=list(gen.prompt_ids),
+                        response_ids=list(gen.ids),
+                        old_logprobs=list(gen.logprobs),
+                        response_text=gen.text,
+                        observation=str(infos[i].get("anchor", "")),
+                        action=info.get("parsed_action"),
+                        valid=bool(info.get("format_valid", info.get("action_is_valid", True))),
+                        reward=float(reward),
+                        images=list(obs[i].get("images") or []),
+                    )
+                )
+                traj.won = bool(info.get("won", False))
+                for key in SCORE_KEYS:
+                    if key in info and info[key] is not None:
+                        traj.score = float(info[key])
+                        break
+                if "pool.error" in info:
+                    traj.error = str(info["pool.error"])
+                obs[i], infos[i] = o, info
+                if term or trunc:
+                    traj.truncated = bool(trunc and not term)
+                else:
+                    still.append(i)
+            live = still
+            turn += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(live=len(live))
+    finally:
+        if bar is not None:
+            bar.close()
+    return trajs
+
+
+# --- summaries ----------------------------------------------------------------------------------
+def rollout_metrics(trajs: Sequence[Trajectory], prefix: str = "") -> dict[str, float]:
+    """Success (micro and macro over task types), return, invalid ratio, length, response tokens."""
+    if not trajs:
+        return {}
+    won = np.array([t.won for t in trajs], dtype=float)
+    steps = [s for t in trajs for s in t.steps]
+    out = {
+        f"{prefix}success": float(won.mean()),
+        f"{prefix}return": float(np.mean([t.episode_return for t in trajs])),
+        f"{prefix}episode_len": float(np.mean([len(t.steps) for t in trajs])),
+        f"{prefix}invalid_ratio": float(np.mean([not s.valid for s in steps])) if steps else 0.0,
+        f"{prefix}response_tokens": float(np.mean([len(s.response_ids) for s in steps]))
+        if steps
+        else 0.0,
+        f"{prefix}episodes": float(len(trajs)),
+    }
+    types = sorted({t.task_type for t in trajs})
+    if len(types) > 1:
+        per_type = {k: float(np.mean([t.won for t in trajs if t.task_type == k])) for k in types}
+        out[f"{prefix}success_macro"] = float(np.mean(list(per_type.values())))
+        for k, v in per_type.items():
+            out[f"{prefix}success/{k}"] = v
+    scores = [t.score for t in trajs if t.score is not None]
+    if scores:
+        out[f"{prefix}score"] = float(np.mean(scores))
+    return out
