@@ -70,6 +70,12 @@ def build_catalog(
         },
     )
     if path.exists():
-        shutil.rmtree(path)
-    os.replace(tmp, path)
+        shutil.rmtree(path, ignore_errors=True)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        # another process finished the same build first: keep its (identical) catalog
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not is_built(path):
+            raise
     return path
