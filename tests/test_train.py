@@ -1,0 +1,199 @@
+"""End-to-end training on the tiny model: it runs, changes parameters, checkpoints, resumes exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import seed_gym  # noqa: E402
+from seed_gym.splits import SplitManifest  # noqa: E402
+from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
+from seed_gym.trainer.train import load_checkpoint, task_batch, train  # noqa: E402
+from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
+
+ECHO_ID = "test/LetterE-v0"
+
+
+class LetterEEnv(seed_gym.SeedEnv):
+    """Description: one turn; say anything. Rewards: 1 if the text has the letter e, else 0.
+    A random tiny model hits it about half the time, so group returns differ and GRPO gets a
+    signal without a trained model."""
+
+    env_id = ECHO_ID
+
+    def manifest(self, split):
+        return SplitManifest(self.env_id, split, tuple(f"{split}-{i}" for i in range(6)))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.task_id = self._choose_task(options)
+        self.task_description = "say something with the letter e"
+        return self._observation("Speak."), self._info()
+
+    def step(self, action):
+        won = "e" in (self._as_action(action) or "")
+        return self._observation("Done."), float(won), True, False, self._info(won=won)
+
+
+def _parse_any(text: str) -> ParsedAction:
+    return ParsedAction(text, True)
+
+
+if ECHO_ID not in seed_gym.list_envs():
+    seed_gym.register(
+        ECHO_ID,
+        LetterEEnv,
+        max_episode_steps=2,
+        agent_spec=AgentSpec(
+            render=lambda ctx: f"Your task is to: {ctx.task}", parse=_parse_any, history=0
+        ),
+    )
+
+
+def _cfg(tmp_path, name, **kw) -> TrainConfig:
+    base = tiny().to_dict()
+    base.update(out=str(tmp_path / name), progress=False, tensorboard=False, save_hf=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _metrics(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _params(run_dir):
+    return torch.load(run_dir / "checkpoint.pt", weights_only=False)["model"]
+
+
+def _deterministic(m: dict) -> dict:
+    return {k: v for k, v in m.items() if not k.startswith(("time", "eval/"))}
+
+
+def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
+    # the random model never writes a valid <action>, so returns tie and advantages vanish; the
+    # entropy bonus still moves the weights through the whole pipeline
+    cfg = _cfg(tmp_path, "sokoban", env="seed_gym/Sokoban-v0", ent_coef=0.01, eval_splits=("seen",))
+    from seed_gym.trainer.models import load_policy
+
+    init = {k: v.clone() for k, v in load_policy("tiny", seed=cfg.seed).model.state_dict().items()}
+    last = train(cfg)
+    run = tmp_path / "sokoban"
+    lines = _metrics(run)
+    assert [m["iteration"] for m in lines] == [1, 2]
+    assert last["rollout/episodes"] == 4.0  # B=2 tasks × G=2
+    assert last["rollout/invalid_ratio"] == 1.0
+    assert last["rollout/return"] == pytest.approx(-0.3)  # 3 turns × invalid penalty 0.1
+    assert "eval/seen/success" in lines[-1] and "time/rollout" in lines[-1]
+    assert json.loads((run / "config.json").read_text())["env"] == "seed_gym/Sokoban-v0"
+    params = _params(run)
+    assert any(not torch.equal(init[k], params[k]) for k in init)
+    payload = load_checkpoint(run / "checkpoint.pt", load_policy("tiny").model, None)
+    assert payload["iteration"] == 2 and payload["data_position"] == 4
+
+
+def test_grpo_signal_and_exact_resume(tmp_path):
+    kw = dict(
+        env=ECHO_ID,
+        iterations=3,
+        group_size=4,
+        tasks_per_iter=2,
+        max_new_tokens=6,
+        micro_batch=3,
+        mini_batches=2,
+        kl_coef=0.05,
+        eval_splits=("seen",),
+        eval_tasks=1,
+    )
+    full = train(_cfg(tmp_path, "full", **kw))
+    assert full["train/adv_abs_mean"] > 0  # returns differ inside groups
+    assert full["train/grad_norm"] > 0
+    # stop after one iteration, then resume the same run to three
+    train(_cfg(tmp_path, "split", **{**kw, "iterations": 1}))
+    resumed_cfg = parse_args(["--out", str(tmp_path / "split"), "--resume", "--iterations", "3"])
+    assert resumed_cfg.env == ECHO_ID and resumed_cfg.iterations == 3
+    train(resumed_cfg)
+    a, b = _params(tmp_path / "full"), _params(tmp_path / "split")
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ma, mb = _metrics(tmp_path / "full"), _metrics(tmp_path / "split")
+    assert [m["iteration"] for m in mb] == [1, 2, 3]
+    assert [_deterministic(m) for m in ma] == [_deterministic(m) for m in mb]
+
+
+def test_refuses_to_overwrite_a_run(tmp_path):
+    cfg = _cfg(tmp_path, "r", env=ECHO_ID, iterations=1, eval_splits=("seen",), eval_tasks=1)
+    train(cfg)
+    with pytest.raises(SystemExit, match="--resume"):
+        train(cfg)
+
+
+def test_prompt_baseline_only_evaluates(tmp_path):
+    m = train(_cfg(tmp_path, "p", env=ECHO_ID, algo="prompt", eval_tasks=2))
+    assert m["eval/seen/episodes"] == 2.0 and "eval/unseen/success" in m
+    assert not (tmp_path / "p" / "checkpoint.pt").exists()
+
+
+def test_task_stream_is_a_function_of_position():
+    ids = [f"t{i}" for i in range(5)]
+    stream = task_batch(ids, 0, 0, 12)
+    assert sorted(stream[:5]) == ids and sorted(stream[5:10]) == ids  # each epoch a permutation
+    assert task_batch(ids, 0, 7, 5) == stream[7:12]
+
+
+def test_config_invariants():
+    with pytest.raises(ValueError, match="algo"):
+        TrainConfig(algo="nope")
+    with pytest.raises(ValueError, match="group_size"):
+        TrainConfig(group_size=1)
+    with pytest.raises(ValueError, match="dual_clip"):
+        TrainConfig(dual_clip=0.5)
+    with pytest.raises(ValueError, match="eval splits"):
+        TrainConfig(eval_splits=("test",))
+    cfg = parse_args(["--preset", "smollm2-cpu", "--env", "seed_gym/EZPoints-v0", "--lr", "3e-5"])
+    assert (cfg.model, cfg.env, cfg.lr, cfg.bf16) == ("smollm2", "seed_gym/EZPoints-v0", 3e-5, True)
+
+
+@pytest.mark.slow
+def test_smollm2_smoke(tmp_path):
+    """One short GRPO iteration with the real SmolLM2 (about a minute or two on 2 cores)."""
+    pytest.importorskip("gguf")
+    from seed_gym.trainer.models import smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except (ImportError, FileNotFoundError) as e:
+        pytest.skip(str(e))
+    cfg = parse_args(
+        [
+            "--preset",
+            "smollm2-cpu",
+            "--out",
+            str(tmp_path / "s"),
+            "--env",
+            "seed_gym/Sokoban-v0",
+            "--iterations",
+            "1",
+            "--tasks-per-iter",
+            "1",
+            "--group-size",
+            "2",
+            "--max-turns",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--eval-tasks",
+            "1",
+            "--eval-splits",
+            "seen",
+            "--no-progress",
+            "--no-tensorboard",
+            "--no-save-hf",
+        ]
+    )
+    m = train(cfg)
+    assert m["rollout/episodes"] == 2.0 and m["train/response_tokens"] > 0
+    assert (tmp_path / "s" / "checkpoint.pt").exists()

@@ -1,0 +1,464 @@
+"""``seed-gym train``: the training loop, top to bottom.
+
+    seed-gym train --env seed_gym/Sokoban-v0 --algo grpo --preset smollm2-cpu --out runs/sokoban
+    seed-gym train --out runs/sokoban --resume --iterations 8      # continue the same run
+
+One iteration: rollout (B tasks × G copies, multi-turn) -> GRPO advantages -> PPO-clip update
+(micro-batched, gradient accumulation) -> engine weight sync -> log -> checkpoint -> eval.
+
+Everything the run writes lives in RUN_DIR:
+    config.json          the full config (``--resume`` starts from it)
+    metrics.jsonl        one JSON line per iteration (and per eval)
+    tb/                  TensorBoard events
+    checkpoint.pt        model, optimizer, RNG states, iteration, data position (exact resume)
+    model/               the final policy as a Hugging Face folder (adapters only under LoRA)
+
+Resume is exact: every random draw of an iteration (task order, env seeds, sampling, mini-batch
+shuffling) is derived from (seed, iteration), and model and optimizer states are restored, so a
+run stopped after iteration k and resumed ends with the same parameters as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seed_gym.trainer.config import TrainConfig, parse_args
+
+
+# --- small helpers (the loop below reads top to bottom) -----------------------------------------
+def derive_seed(*parts: int) -> int:
+    """An independent 62-bit seed for each tuple (run seed, iteration, purpose, ...)."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint64)[0] >> 2)
+
+
+# purposes of derived seeds
+TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL = range(5)
+
+
+def task_batch(task_ids: Sequence[str], seed: int, position: int, n: int) -> list[str]:
+    """Tasks ``position .. position + n`` of an endless stream: each epoch is a fresh seeded
+    permutation of the split, so the data position alone fixes what comes next."""
+    out = []
+    for p in range(position, position + n):
+        epoch, k = divmod(p, len(task_ids))
+        perm = np.random.default_rng(derive_seed(seed, TASKS, epoch)).permutation(len(task_ids))
+        out.append(task_ids[int(perm[k])])
+    return out
+
+
+class Logger:
+    """metrics.jsonl (append) + TensorBoard; a line per ``log`` call."""
+
+    def __init__(self, run_dir: Path, tensorboard: bool):
+        self.path = run_dir / "metrics.jsonl"
+        self.tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(run_dir / "tb"))
+            except ImportError:
+                print(
+                    "tensorboard is not installed: metrics go to metrics.jsonl only",
+                    file=sys.stderr,
+                )
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps({"iteration": step, **metrics}, sort_keys=True) + "\n")
+        if self.tb is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+
+
+def truncate_metrics(path: Path, last_iteration: int) -> None:
+    """Drop metric lines past the checkpoint, so a resumed run does not log iterations twice."""
+    if not path.exists():
+        return
+    keep = [
+        ln
+        for ln in path.read_text().splitlines()
+        if ln and json.loads(ln)["iteration"] <= last_iteration
+    ]
+    path.write_text("".join(ln + "\n" for ln in keep))
+
+
+def save_checkpoint(path: Path, model, optimizer, state: dict) -> None:
+    import torch
+
+    trainable = {k for k, p in model.named_parameters() if p.requires_grad}
+    payload = {
+        # under LoRA only the adapters change; the frozen base is rebuilt from cfg.model
+        "model": {
+            k: v for k, v in model.state_dict().items() if k in trainable or not state["lora"]
+        },
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "rng": {
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+            "torch": torch.get_rng_state(),
+        },
+        **state,
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)  # a run killed mid-write keeps its previous checkpoint
+
+
+def load_checkpoint(path: Path, model, optimizer) -> dict:
+    import torch
+
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(payload["model"], strict=not payload["lora"])
+    if optimizer is not None and payload["optimizer"] is not None:
+        optimizer.load_state_dict(payload["optimizer"])
+    random.setstate(payload["rng"]["python"])
+    np.random.set_state(payload["rng"]["numpy"])
+    torch.set_rng_state(payload["rng"]["torch"])
+    return payload
+
+
+def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, float]:
+    """Greedy episodes on a fixed seeded subset of ``split`` (each task once)."""
+    from seed_gym.registration import split_manifest
+    from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+    from seed_gym.wrappers.group import make_group_pool
+
+    manifest = split_manifest(cfg.env, split)
+    tasks = list(manifest.iterate(limit=cfg.eval_tasks, seed=cfg.seed))
+    pool = make_group_pool(
+        cfg.env,
+        tasks,
+        1,
+        split=split,
+        modality=cfg.modality,
+        history=cfg.history,
+        backend=cfg.backend,
+    )
+    try:
+        trajs = collect(
+            pool,
+            engine,
+            tasks,
+            [derive_seed(cfg.seed, EVAL, i) % 2**31 for i in range(len(tasks))],
+            sampling=SamplingParams(cfg.eval_max_new_tokens or cfg.max_new_tokens, 0.0, 1.0),
+            seed=derive_seed(cfg.seed, EVAL),
+            prefix=f"eval{iteration}-{split}-",
+            max_turns=cfg.max_turns,
+            progress=cfg.progress,
+        )
+    finally:
+        pool.close()
+    return rollout_metrics(trajs, prefix=f"eval/{split}/")
+
+
+# --- the loop -----------------------------------------------------------------------------------
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Run (or resume) ``cfg``; returns the last iteration's metrics."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from seed_gym.registration import task_ids
+    from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.logprobs import pack, packed_logprobs, response_logprobs
+    from seed_gym.trainer.losses import (
+        broadcast_to_tokens,
+        entropy_bonus,
+        group_advantages,
+        kl_k3,
+        masked_mean,
+        ppo_clip_loss,
+        token_mean,
+    )
+    from seed_gym.trainer.models import autocast, load_policy, save_policy
+    from seed_gym.wrappers.group import make_group_pool
+
+    # --- setup ----------------------------------------------------------------------------------
+    run_dir = Path(cfg.out)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path = run_dir / "checkpoint.pt"
+    if not cfg.resume and ckpt_path.exists():
+        raise SystemExit(f"{run_dir} already holds a run: pass --resume, or choose another --out")
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed % 2**32)
+    torch.manual_seed(cfg.seed)
+    TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
+
+    lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
+    policy = load_policy(cfg.model, seed=cfg.seed, lora=lora)
+    model, tokenizer = policy.model, policy.tokenizer
+    engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
+    training = cfg.algo != "prompt"
+    ref_model = None
+    if training and cfg.kl_coef > 0 and lora is None:  # under LoRA the reference is the base
+        ref_model = copy.deepcopy(model).eval().requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = (
+        torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay)
+        if training
+        else None
+    )
+
+    start_iteration, data_position = 0, 0
+    if cfg.resume and ckpt_path.exists():
+        payload = load_checkpoint(ckpt_path, model, optimizer)
+        start_iteration, data_position = payload["iteration"], payload["data_position"]
+        truncate_metrics(run_dir / "metrics.jsonl", start_iteration)
+        print(f"resumed {run_dir} at iteration {start_iteration}", file=sys.stderr)
+    logger = Logger(run_dir, cfg.tensorboard)
+
+    def ckpt_state(iteration: int) -> dict:
+        return {
+            "iteration": iteration,
+            "data_position": data_position,
+            "lora": lora is not None,
+            "config": cfg.to_dict(),
+        }
+
+    def run_eval(iteration: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        metrics: dict[str, float] = {}
+        for split in cfg.eval_splits:
+            metrics.update(evaluate(cfg, engine, split, iteration))
+        metrics["time/eval"] = time.perf_counter() - t0
+        return metrics
+
+    if not training:  # the prompting baseline: evaluate and stop
+        metrics = run_eval(0)
+        logger.log(0, metrics)
+        logger.close()
+        return metrics
+
+    train_tasks = task_ids(cfg.env, "train")
+    B, G = cfg.tasks_per_iter, cfg.group_size
+    pool = make_group_pool(
+        cfg.env,
+        train_tasks[:B],
+        G,
+        split="train",
+        modality=cfg.modality,
+        history=cfg.history,
+        backend=cfg.backend,
+    )
+    sampling = SamplingParams(cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+    metrics: dict[str, Any] = {}
+    bar = tqdm(
+        range(start_iteration, cfg.iterations),
+        desc="train",
+        unit="it",
+        initial=start_iteration,
+        total=cfg.iterations,
+        disable=not cfg.progress,
+    )
+    try:
+        for it in bar:
+            times: dict[str, float] = {}
+            iteration = it + 1  # 1-based: "after iteration k" is what checkpoints and logs say
+
+            # --- rollout ------------------------------------------------------------------------
+            t0 = time.perf_counter()
+            tasks = task_batch(train_tasks, cfg.seed, data_position, B)
+            env_seeds = [derive_seed(cfg.seed, ENV_SEEDS, it, b) % 2**31 for b in range(B)]
+            trajs = collect(
+                pool,
+                engine,
+                tasks,
+                env_seeds,
+                sampling=sampling,
+                seed=derive_seed(cfg.seed, SAMPLING, it),
+                prefix=f"it{iteration}-",
+                max_turns=cfg.max_turns,
+                progress=cfg.progress,
+            )
+            data_position += B
+            times["rollout"] = time.perf_counter() - t0
+
+            # --- advantages ---------------------------------------------------------------------
+            # episode return = env rewards + the wrapper's invalid-output penalties, per trajectory
+            returns = torch.tensor([t.episode_return for t in trajs])  # [B*G]
+            traj_adv = group_advantages(
+                returns, [t.group_id for t in trajs], std_normalize=cfg.std_normalize
+            )  # [B*G]
+            samples = [(s, float(a)) for t, a in zip(trajs, traj_adv, strict=True) for s in t.steps]
+            samples = [(s, a) for s, a in samples if s.response_ids]
+            if cfg.recompute_old_logprobs:
+                t0 = time.perf_counter()
+                with autocast(cfg.bf16):
+                    olds, _ = response_logprobs(
+                        model,
+                        [s.prompt_ids for s, _ in samples],
+                        [s.response_ids for s, _ in samples],
+                        micro_batch=cfg.micro_batch,
+                        pad_id=policy.pad_id,
+                        temperature=cfg.temperature,
+                    )
+                old_lp = [o.tolist() for o in olds]
+                times["old_logprobs"] = time.perf_counter() - t0
+            else:
+                old_lp = [s.old_logprobs for s, _ in samples]
+
+            # --- update -------------------------------------------------------------------------
+            t0 = time.perf_counter()
+            model.train()
+            stats: dict[str, list[float]] = {}
+            rng = np.random.default_rng(derive_seed(cfg.seed, SHUFFLE, it))
+            for _epoch in range(cfg.ppo_epochs):
+                order = rng.permutation(len(samples))
+                for mb_idx in np.array_split(order, cfg.mini_batches):
+                    if len(mb_idx) == 0:
+                        continue
+                    # long samples together: less padding per micro-batch
+                    mb_idx = sorted(
+                        mb_idx.tolist(),
+                        key=lambda i: (
+                            len(samples[i][0].prompt_ids) + len(samples[i][0].response_ids)
+                        ),
+                    )
+                    n_tokens = sum(len(samples[i][0].response_ids) for i in mb_idx)
+                    optimizer.zero_grad(set_to_none=True)
+                    for start in range(0, len(mb_idx), cfg.micro_batch):
+                        idx = mb_idx[start : start + cfg.micro_batch]
+                        batch = pack(
+                            [samples[i][0].prompt_ids for i in idx],
+                            [samples[i][0].response_ids for i in idx],
+                            pad_id=policy.pad_id,
+                        )
+                        mask = batch.response_mask  # [n, L]
+                        old_logprobs = torch.zeros_like(mask)  # [n, L]
+                        for row, i in enumerate(idx):
+                            old_logprobs[row, : len(old_lp[i])] = torch.tensor(old_lp[i])
+                        adv = broadcast_to_tokens(torch.tensor([samples[i][1] for i in idx]), mask)
+                        with autocast(cfg.bf16):
+                            logprobs, entropy = packed_logprobs(
+                                model, batch, temperature=cfg.temperature, with_entropy=True
+                            )  # [n, L], [n, L]
+                        pg_loss, pg_stats = ppo_clip_loss(
+                            logprobs,
+                            old_logprobs,
+                            adv,
+                            mask,
+                            clip_low=cfg.clip_low,
+                            clip_high=cfg.clip_high,
+                            dual_clip=cfg.dual_clip,
+                            num_tokens=n_tokens,
+                        )
+                        loss = pg_loss
+                        if cfg.ent_coef > 0:
+                            loss = loss - cfg.ent_coef * entropy_bonus(
+                                entropy, mask, num_tokens=n_tokens
+                            )
+                        if cfg.kl_coef > 0:
+                            with torch.no_grad(), autocast(cfg.bf16):
+                                if ref_model is not None:
+                                    ref_lp, _ = packed_logprobs(
+                                        ref_model, batch, temperature=cfg.temperature
+                                    )
+                                else:
+                                    with model.disable_adapter():
+                                        ref_lp, _ = packed_logprobs(
+                                            model, batch, temperature=cfg.temperature
+                                        )
+                            kl = kl_k3(logprobs, ref_lp)  # [n, L]
+                            loss = loss + cfg.kl_coef * token_mean(kl, mask, num_tokens=n_tokens)
+                            stats.setdefault("kl_ref", []).append(
+                                float(masked_mean(kl.detach(), mask))
+                            )
+                        loss.backward()
+                        w = float(mask.sum()) / n_tokens  # micro-batch share of the step's tokens
+                        stats.setdefault("loss", []).append(float(loss.detach()))
+                        stats.setdefault("entropy", []).append(
+                            float(masked_mean(entropy.detach(), mask)) * w
+                        )
+                        for k, v in pg_stats.items():
+                            stats.setdefault(k, []).append(v * w)
+                    if cfg.max_grad_norm > 0:
+                        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                    else:
+                        grad_norm = torch.linalg.vector_norm(
+                            torch.stack([p.grad.norm() for p in params if p.grad is not None])
+                        )
+                    stats.setdefault("grad_norm", []).append(float(grad_norm))
+                    optimizer.step()
+            n_steps = cfg.ppo_epochs * cfg.mini_batches
+            times["update"] = time.perf_counter() - t0
+
+            # --- sync ---------------------------------------------------------------------------
+            t0 = time.perf_counter()
+            engine.sync_weights(model)
+            times["sync"] = time.perf_counter() - t0
+
+            # --- log ----------------------------------------------------------------------------
+            metrics = rollout_metrics(trajs, prefix="rollout/")
+            # per-step sums over micro-batches, averaged over optimizer steps
+            for k in ("loss", "entropy", "clip_frac", "dual_clip_frac", "approx_kl"):
+                if k in stats:
+                    metrics[f"train/{k}"] = float(np.sum(stats[k])) / n_steps
+            if "kl_ref" in stats:
+                metrics["train/kl_ref"] = float(np.mean(stats["kl_ref"]))
+            metrics["train/grad_norm"] = (
+                float(np.mean(stats["grad_norm"])) if "grad_norm" in stats else 0.0
+            )
+            metrics["train/adv_abs_mean"] = float(traj_adv.abs().mean())
+            metrics["train/samples"] = float(len(samples))
+            metrics["train/response_tokens"] = float(sum(len(s.response_ids) for s, _ in samples))
+            metrics["train/data_position"] = float(data_position)
+            metrics["train/lr"] = cfg.lr
+            for k, v in times.items():
+                metrics[f"time/{k}"] = v
+
+            # --- checkpoint ---------------------------------------------------------------------
+            if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
+                t0 = time.perf_counter()
+                save_checkpoint(ckpt_path, model, optimizer, ckpt_state(iteration))
+                metrics["time/checkpoint"] = time.perf_counter() - t0
+
+            # --- eval ---------------------------------------------------------------------------
+            if (cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations:
+                metrics.update(run_eval(iteration))
+            total = sum(v for k, v in metrics.items() if k.startswith("time/"))
+            for k in list(metrics):
+                if k.startswith("time/") and total > 0:
+                    metrics[f"time_share/{k[5:]}"] = metrics[k] / total
+            logger.log(iteration, metrics)
+            bar.set_postfix(
+                success=f"{metrics['rollout/success']:.2f}",
+                ret=f"{metrics['rollout/return']:.2f}",
+                invalid=f"{metrics['rollout/invalid_ratio']:.2f}",
+            )
+    finally:
+        bar.close()
+        pool.close()
+        logger.close()
+    if cfg.save_hf and start_iteration < cfg.iterations:
+        save_policy(policy, run_dir / "model")
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    train(cfg)
+    print(f"run written to {cfg.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
