@@ -64,7 +64,7 @@ _CACHE_LOCK = threading.Lock()
 
 def load_catalog(
     *,
-    num_products: int = 1000,
+    num_products: int | None = 1000,
     seed: int = 0,
     data_dir: str | Path | None = None,
     human_goals_file: bool = False,
@@ -73,7 +73,7 @@ def load_catalog(
 ) -> Catalog:
     """The generated catalog of ``num_products`` (built into the cache on first use), or the real
     WebShop files in ``data_dir`` (then ``num_products`` caps the products read, like WebShop's
-    ``num_products``; ``human_goals_file`` uses ``items_human_ins.json`` for goals)."""
+    ``num_products``, None for all; ``human_goals_file`` uses ``items_human_ins.json`` for goals)."""
     key = (num_products, seed, str(data_dir) if data_dir else None, human_goals_file,
            tuple(unseen_categories) if unseen_categories is not None else None, seen_fraction)  # fmt: skip
     with _CACHE_LOCK:
@@ -82,6 +82,7 @@ def load_catalog(
     if data_dir is None:
         from seed_gym.envs.webshop.build import build_catalog
 
+        num_products = num_products or 1000
         folder = build_catalog(n_products=num_products, seed=seed)
         meta = read_json(folder / "manifest.json", "WebShop catalog manifest")
         files = find_files(folder)

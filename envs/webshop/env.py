@@ -68,7 +68,7 @@ class WebShopEnv(SeedEnv):
         modality: str | None = None,
         render_mode: str | None = None,
         *,
-        num_products: int = 1000,
+        num_products: int | None = 1000,
         catalog_seed: int = 0,
         data_dir: str | Path | None = None,
         human_goals: bool = False,
@@ -76,7 +76,7 @@ class WebShopEnv(SeedEnv):
     ):
         super().__init__(split=split, modality=modality, render_mode=render_mode)
         self._catalog_kwargs = {
-            "num_products": int(num_products),
+            "num_products": None if num_products is None else int(num_products),
             "seed": int(catalog_seed),
             "data_dir": str(data_dir) if data_dir is not None else None,
             "human_goals_file": bool(human_goals),
