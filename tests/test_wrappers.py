@@ -209,18 +209,19 @@ def test_a_parser_claiming_valid_without_an_action_is_invalid():
     assert info["format_valid"] is False
 
 
+HUGE = ["x" * 200_000, "<think>" * 10_000, "\u202e\U0001f642" * 20_000, "<action>" + "9" * 50_000]
 GARBAGE = st.one_of(
-    st.text(),
-    st.text(alphabet=st.characters(codec="utf-8"), min_size=1000, max_size=5000),
+    st.text(max_size=200),
+    st.builds(lambda s, k: s * k, st.text(min_size=1, max_size=8), st.integers(100, 2000)),
     st.builds(lambda a, b: f"<think>{a}</think><action>{b}</action>", st.text(), st.text()),
     st.builds(lambda a: f"<think></think><action>{a}", st.text()),
-    st.sampled_from(["", " ", "\x00", "<action></action>" * 50, "<think>" * 10_000, "x" * 200_000]),
+    st.sampled_from(["", " ", "\x00", "<action></action>" * 50, *HUGE]),
     st.none(),
     st.integers(),
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(completions=st.lists(GARBAGE, min_size=1, max_size=6))
 def test_garbage_completions_never_raise(completions):
     for env in (seed_gym.make_agent_env(GUESS_ID, split="unseen"), make_image_env("text+image")):
