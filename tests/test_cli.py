@@ -293,3 +293,40 @@ def test_play_saves_images_to_png(tmp_path):
         with Image.open(path) as image:
             assert image.mode == "RGB" and image.size[0] > 0
     assert "Admissible actions: up, down, left, right" in result.stdout
+
+
+# --- agent policies (the path model:PATH / openai:URL policies take) -----------------------------
+class _ScriptedAgent:
+    """An 'LLM' that answers with the oracle's move in the think/action format, or garbage."""
+
+    acts_on = "agent"
+
+    def __init__(self, garbage: bool):
+        self.name = "garbage" if garbage else "scripted"
+        self.garbage = garbage
+
+    def reset(self, env, *, seed):
+        pass
+
+    def act(self, env, obs, info):
+        assert obs["messages"][-1]["role"] == "user"  # it gets the chat observation
+        if self.garbage:
+            return "I am not sure what to do."
+        return f"<think>easy</think><action>{env.unwrapped.oracle_action()}</action>"
+
+    def close(self):
+        pass
+
+
+def test_eval_agent_policies_play_the_chat_env(tmp_path):
+    register_policy("scripted", lambda arg: _ScriptedAgent(garbage=arg == "garbage"))
+    good = evaluate(GUESS_ID, "seen", "scripted", max_steps=3, out=tmp_path / "g", progress=False)
+    assert good["success_rate"] == 1.0 and good["invalid_action_rate"] == 0.0
+    bad = evaluate(
+        GUESS_ID, "seen", "scripted:garbage", max_steps=3, out=tmp_path / "b", progress=False
+    )
+    assert bad["success_rate"] == 0.0 and bad["invalid_action_rate"] == 1.0
+    assert bad["mean_steps"] == 3.0  # invalid turns count toward the step limit
+    assert bad["mean_return"] == pytest.approx(-0.3)  # 3 x the format penalty
+    episode = read_jsonl(tmp_path / "b" / "episodes.jsonl")[0]
+    assert episode["actions"] == [None, None, None] and episode["truncated"]

@@ -188,3 +188,23 @@ def test_a_factory_that_raises_fails_at_construction():
 
     with pytest.raises(EnvPoolError, match="no data here"):
         EnvPool([bad], "subprocess")
+
+
+def test_image_observations_cross_the_pipe_unchanged():
+    pytest.importorskip("seed_gym.envs.sokoban")
+    tasks = seed_gym.task_ids("seed_gym/Sokoban-v0", "seen")[:2]
+    runs = {}
+    for backend in ("local", "subprocess"):
+        with make_group_pool(
+            "seed_gym/Sokoban-v0", tasks, 2, split="seen", modality="image", backend=backend
+        ) as pool:
+            record = [canon(pool.reset([1] * 4))]
+            for move in (
+                "<think></think><action>up</action>",
+                "??",
+                "<think></think><action>left</action>",
+            ):
+                record.append(canon(pool.step(range(4), [move] * 4)))
+            runs[backend] = record
+    assert runs["local"] == runs["subprocess"]
+    assert runs["local"][0][0][0]["images"][0][0] == "Image"
