@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from seed_gym.trainer.logprobs import token_logprobs_from_logits
@@ -152,17 +153,26 @@ class HFEngine:
         encoded = [self._encode(p) for p in prompts]
         if any(len(p) == 0 for p in encoded):
             raise ValueError("empty prompt")
-        # one generator for the whole call: the result depends on the seed and the prompt order
-        # (and max_batch), not on anything else in the process
-        gen = torch.Generator(device="cpu")
-        gen.manual_seed(int(seed) if seed is not None else int(torch.randint(2**62, (1,)).item()))
+        # one random stream per prompt, from (seed, position in ``prompts``): a completion does
+        # not depend on the other prompts of the call, on max_batch or on when other rows stop
+        if seed is None:
+            seed = int(torch.randint(2**62, (1,)).item())
+        row_seeds = [
+            int(s >> 2)
+            for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
+        ]
         # similar lengths share a chunk so little compute goes to padding
         order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
         out: list[Generation | None] = [None] * len(encoded)
         for start in range(0, len(order), self.max_batch):
             idx = order[start : start + self.max_batch]
             chunk = self._generate_batch(
-                [encoded[i] for i in idx], max_new_tokens, temperature, top_p, list(stop), gen
+                [encoded[i] for i in idx],
+                max_new_tokens,
+                temperature,
+                top_p,
+                list(stop),
+                [row_seeds[i] for i in idx],
             )
             for i, g in zip(idx, chunk, strict=True):
                 g.prompt_ids = encoded[i]
@@ -177,7 +187,7 @@ class HFEngine:
         temperature: float,
         top_p: float,
         stop: list[str],
-        gen: torch.Generator,
+        row_seeds: list[int],
     ) -> list[Generation]:
         from seed_gym.trainer.models import autocast
 
@@ -201,6 +211,7 @@ class HFEngine:
         lps: list[list[float]] = [[] for _ in range(n)]
         reasons = ["length"] * n
         alive = list(range(n))  # rows of the original batch still generating, in cache order
+        gens = [torch.Generator(device="cpu").manual_seed(s) for s in row_seeds]
         cache = None
         was_training = model.training
         model.eval()
@@ -222,8 +233,11 @@ class HFEngine:
                     if temperature > 0:
                         scaled = logits / temperature  # [b, V]
                         probs = torch.softmax(_top_p_filter(scaled, top_p), dim=-1)  # [b, V]
-                        tok = torch.multinomial(probs.cpu(), 1, generator=gen).squeeze(-1)
-                        tok = tok.to(device)  # [b]
+                        # inverse-CDF sampling with one uniform per row from the row's stream
+                        u = torch.cat([torch.rand(1, generator=gens[r]) for r in alive])  # [b]
+                        cdf = probs.cumsum(-1)  # [b, V]
+                        tok = torch.searchsorted(cdf, u.to(device).unsqueeze(-1), right=True)
+                        tok = tok.squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [b]
                     else:
                         tok = logits.argmax(-1)  # [b]
                     lp, _ = token_logprobs_from_logits(logits, tok, temperature=temperature)  # [b]

@@ -1,0 +1,208 @@
+"""The HF rollout engine and the trainer's logprobs agree; stop strings; padding; determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from seed_gym.trainer.engines import Generation, HFEngine, RolloutEngine, _top_p_filter  # noqa: E402
+from seed_gym.trainer.logprobs import pack, packed_logprobs, response_logprobs  # noqa: E402
+from seed_gym.trainer.models import load_policy  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def policy():
+    torch.set_num_threads(1)
+    return load_policy("tiny", seed=0)
+
+
+def _chats(n):
+    # different lengths, so left padding is exercised
+    return [
+        [{"role": "user", "content": "Your task is to: push the box " * (k + 1)}] for k in range(n)
+    ]
+
+
+def _full_forward_logprobs(model, prompt, response):
+    """The slow reference: one unpadded forward over prompt + response, full logits."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + response])).logits[0].float()  # [P+L, V]
+    lp = logits.log_softmax(-1)
+    return torch.stack([lp[len(prompt) - 1 + j, t] for j, t in enumerate(response)])
+
+
+def test_engine_is_a_rollout_engine(policy):
+    assert isinstance(HFEngine(policy.model, policy.tokenizer), RolloutEngine)
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.9), (0.0, 1.0)])
+def test_engine_logprobs_match_recomputed(policy, temperature, top_p):
+    engine = HFEngine(policy.model, policy.tokenizer, max_batch=3)
+    gens = engine.generate(
+        _chats(5), max_new_tokens=12, temperature=temperature, top_p=top_p, seed=1
+    )
+    lps, ents = response_logprobs(
+        policy.model,
+        [g.prompt_ids for g in gens],
+        [g.ids for g in gens],
+        micro_batch=2,
+        pad_id=policy.pad_id,
+        temperature=temperature,
+        with_entropy=True,
+    )
+    for g, lp, ent in zip(gens, lps, ents, strict=True):
+        assert len(g.ids) == len(g.logprobs) == len(lp) == len(ent) > 0
+        torch.testing.assert_close(torch.tensor(g.logprobs), lp, atol=1e-4, rtol=1e-4)
+        assert (ent >= 0).all()
+        if temperature in (0.0, 1.0):
+            torch.testing.assert_close(
+                _full_forward_logprobs(policy.model, g.prompt_ids, g.ids), lp, atol=1e-4, rtol=1e-4
+            )
+
+
+def test_same_seed_same_samples_whatever_the_batching(policy):
+    a = HFEngine(policy.model, policy.tokenizer, max_batch=5)
+    b = HFEngine(policy.model, policy.tokenizer, max_batch=1)
+    g1 = a.generate(_chats(4), max_new_tokens=8, seed=5)
+    g2 = a.generate(_chats(4), max_new_tokens=8, seed=5)
+    g3 = a.generate(_chats(4), max_new_tokens=8, seed=6)
+    assert [g.ids for g in g1] == [g.ids for g in g2]
+    assert [g.ids for g in g1] != [g.ids for g in g3]
+    # one random stream per prompt: chunking and other rows stopping early change nothing
+    assert [g.ids for g in b.generate(_chats(4), max_new_tokens=8, seed=5)] == [g.ids for g in g1]
+    greedy_a = a.generate(_chats(4), max_new_tokens=8, temperature=0.0)
+    greedy_b = b.generate(_chats(4), max_new_tokens=8, temperature=0.0)
+    assert [g.ids for g in greedy_a] == [g.ids for g in greedy_b]  # left padding changes nothing
+
+
+def test_prompts_as_ids_equal_prompts_as_messages(policy):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    chats = _chats(2)
+    by_msg = engine.generate(chats, max_new_tokens=6, seed=3)
+    by_ids = engine.generate([g.prompt_ids for g in by_msg], max_new_tokens=6, seed=3)
+    assert [g.ids for g in by_msg] == [g.ids for g in by_ids]
+    text = policy.tokenizer.apply_chat_template(
+        chats[0], add_generation_prompt=True, tokenize=False
+    )
+    assert text.endswith("<|im_start|>assistant\n")
+
+
+def test_stop_strings_keep_the_stop_and_truncate_after_it(policy):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    free = engine.generate(_chats(6), max_new_tokens=24, seed=2)
+    # a stop string that the free-running samples produce: a 2-char piece of the first text
+    text = next(g.text for g in free if len(g.text) > 6)
+    stop = text[4:6]
+    gens = engine.generate(_chats(6), max_new_tokens=24, seed=2, stop=[stop])
+    hit = 0
+    for g, f in zip(gens, free, strict=True):
+        assert g.ids == f.ids[: len(g.ids)]  # same stream, cut earlier
+        if g.finish_reason == "stop":
+            hit += 1
+            assert g.text.endswith(stop) and g.text.count(stop) == 1
+            # the last token completes the stop string: without it the stop is absent
+            assert stop not in policy.tokenizer.decode(g.ids[:-1], skip_special_tokens=True)
+            assert stop in policy.tokenizer.decode(g.ids, skip_special_tokens=True)
+        else:
+            assert stop not in g.text and len(g.ids) == 24
+    assert hit >= 1
+
+
+def test_eos_ends_a_generation(policy):
+    eos = policy.eos_id
+    model = load_policy("tiny", seed=0).model
+    # a bias on the output layer makes EOS the greedy choice at every position
+    model.lm_head.bias = torch.nn.Parameter(torch.zeros(model.lm_head.out_features))
+    with torch.no_grad():
+        model.lm_head.bias[eos] = 100.0
+    engine = HFEngine(model, policy.tokenizer)
+    gens = engine.generate(_chats(2), max_new_tokens=5, temperature=0.0, stop=["x"])
+    assert all(g.ids == [eos] and g.finish_reason == "eos" and g.text == "" for g in gens)
+
+
+def test_sync_weights_copies_into_a_separate_model(policy):
+    other = load_policy("tiny", seed=1).model
+    engine = HFEngine(other, policy.tokenizer)
+    engine.sync_weights(policy.model)
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(
+            other.state_dict().values(), policy.model.state_dict().values(), strict=True
+        )
+    )
+
+
+def test_top_p_filter_keeps_the_nucleus():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    kept = torch.isfinite(_top_p_filter(logits, 0.7))[0].tolist()
+    assert kept == [True, True, False, False]
+    assert torch.isfinite(_top_p_filter(logits, 0.1))[0].tolist() == [True, False, False, False]
+
+
+def test_bad_arguments(policy):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        engine.generate(_chats(1), max_new_tokens=0)
+    with pytest.raises(ValueError, match="top_p"):
+        engine.generate(_chats(1), max_new_tokens=2, top_p=0.0)
+    with pytest.raises(ValueError, match="empty prompt"):
+        engine.generate([[]], max_new_tokens=2)
+
+
+# --- logprobs.py on its own ---------------------------------------------------------------------
+def test_pack_layout():
+    b = pack([[5, 6, 7], [8]], [[1, 2], [3, 4, 9]], pad_id=0)
+    assert b.input_ids.tolist() == [[5, 6, 7, 1, 2, 0], [0, 0, 8, 3, 4, 9]]
+    assert b.attention_mask.tolist() == [[1, 1, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1]]
+    assert b.position_ids.tolist() == [[0, 1, 2, 3, 4, 4], [0, 0, 0, 1, 2, 3]]
+    assert b.response_mask.tolist() == [[1, 1, 0], [1, 1, 1]]
+    assert b.prompt_len == 3
+    with pytest.raises(ValueError, match="prompt"):
+        pack([[]], [[1]], pad_id=0)
+
+
+def test_logprobs_independent_of_micro_batch_and_empty_responses(policy):
+    prompts = [[1, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]
+    responses = [[20, 21, 22], [], [23]]
+    a, _ = response_logprobs(policy.model, prompts, responses, micro_batch=1, pad_id=policy.pad_id)
+    b, _ = response_logprobs(policy.model, prompts, responses, micro_batch=3, pad_id=policy.pad_id)
+    assert [len(x) for x in a] == [3, 0, 1]
+    for x, y, p, r in zip(a, b, prompts, responses, strict=True):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-5)
+        if r:
+            torch.testing.assert_close(
+                x, _full_forward_logprobs(policy.model, p, r), atol=1e-5, rtol=1e-5
+            )
+
+
+def test_packed_logprobs_carry_gradients(policy):
+    batch = pack([[1, 2, 3]], [[4, 5]], pad_id=policy.pad_id)
+    lp, ent = packed_logprobs(policy.model, batch, with_entropy=True)
+    assert lp.shape == ent.shape == (1, 2)
+    lp.sum().backward()
+    assert policy.model.lm_head.weight.grad is not None
+    policy.model.zero_grad(set_to_none=True)
+
+
+def test_generation_record_defaults():
+    g = Generation([1], [-0.5], "x")
+    assert g.finish_reason == "length" and g.prompt_ids == []
+
+
+def test_samples_follow_the_model_distribution(policy):
+    # E[-log p(x)] over x ~ p is the entropy: 256 one-token samples of the same prompt
+    engine = HFEngine(policy.model, policy.tokenizer)
+    gens = engine.generate(_chats(1) * 256, max_new_tokens=1, temperature=1.0, seed=0)
+    _, ent = response_logprobs(
+        policy.model,
+        [gens[0].prompt_ids],
+        [gens[0].ids],
+        micro_batch=1,
+        pad_id=policy.pad_id,
+        with_entropy=True,
+    )
+    nll = -torch.tensor([g.logprobs[0] for g in gens])
+    assert len({g.ids[0] for g in gens}) > 100  # near-uniform random model: many distinct tokens
+    assert float(nll.mean()) == pytest.approx(float(ent[0][0]), abs=0.15)
