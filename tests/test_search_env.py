@@ -216,3 +216,10 @@ def test_agent_env_prompt_and_penalty():
     obs, r, term, trunc, info = env.step(f"<think>look it up</think>{query}")
     assert info["action_is_valid"] and "<information>" in obs["messages"][-1]["content"]
     assert query in obs["messages"][-1]["content"]  # history shows the search and its result
+
+
+def test_closed_book_eval_policy():
+    from seed_gym.envs.search.policies import ClosedBookPolicy
+    from seed_gym.policies import make_policy
+
+    assert isinstance(make_policy("closed_book"), ClosedBookPolicy)
