@@ -21,10 +21,11 @@ class Completion:
 
 
 def encode_chat(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
-    """Prompt ids of a chat with the generation prompt: the chat template rendered as text, then
-    tokenized without extra special tokens (the template already writes them)."""
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    """Prompt ids of a chat with the generation prompt, exactly as the rollout engine encodes it
+    (``engines.encode_chat``), so rescoring and SFT see the tokens the policy saw."""
+    from seed_gym.trainer.engines import encode_chat as engine_encode_chat
+
+    return engine_encode_chat(tokenizer, messages)
 
 
 def chat_complete(

@@ -1,0 +1,323 @@
+"""Stage 1 of SEED: teach the policy to analyze trajectories (SEED.md, Stage 1).
+
+1. base rollouts (the caller's ``collect``), 2. a skill per trajectory from an ``Annotator``,
+3. keep a skill only if it helps (``accept_skill``: rerun the task with the skill in the actor
+prompt; successes must rise by >= 1 *and* the success rate by >= 0.125 over the no-skill baseline),
+4. SFT the policy on ``{analyzer prompt -> JSON}`` rows (``sft_train``: loss on the answer tokens
+only, 3 epochs, lr 5e-6, 10 % validation).
+
+The rerun is a callable so the trainer can plug in ``collect``: ``rerun_fn(traj, skill, n)`` plays
+``traj``'s task (same ``task_id`` and env seed) ``n`` times with ``skill`` inserted into the actor
+prompt (``rescore.insert_skill``; ``None``: no skill) and returns the trajectories (or success
+flags). The no-skill baseline is, by default, the base rollouts of the same group (SEED.md: 8
+rollouts per task, the same 8 that were annotated); ``baseline="rerun"`` reruns it instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seed_gym.trainer.analyzer import Skill, analyzer_messages
+from seed_gym.trainer.trajectory import Trajectory
+
+MIN_SUCCESS_GAIN = 1
+MIN_RATE_GAIN = 0.125
+
+
+# --- the acceptance rule ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Acceptance:
+    baseline_successes: int
+    baseline_n: int
+    skill_successes: int
+    skill_n: int
+    accepted: bool
+
+    @property
+    def baseline_rate(self) -> float:
+        return self.baseline_successes / self.baseline_n if self.baseline_n else 0.0
+
+    @property
+    def skill_rate(self) -> float:
+        return self.skill_successes / self.skill_n if self.skill_n else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "baseline_rate": self.baseline_rate, "skill_rate": self.skill_rate}
+
+
+def accept_skill(
+    baseline_successes: int,
+    baseline_n: int,
+    skill_successes: int,
+    skill_n: int,
+    *,
+    min_gain: int = MIN_SUCCESS_GAIN,
+    min_rate_gain: float = MIN_RATE_GAIN,
+) -> Acceptance:
+    """SEED's filter: accept iff ``skill_successes - baseline_successes >= min_gain`` and
+    ``skill_rate - baseline_rate >= min_rate_gain`` (both; with 8 reruns each, one more success is
+    exactly +0.125). A tolerance of 1e-9 keeps 1/8 from failing on floating point."""
+    if min(baseline_n, skill_n) < 0 or not 0 <= baseline_successes <= baseline_n:
+        raise ValueError(f"bad baseline counts {baseline_successes}/{baseline_n}")
+    if not 0 <= skill_successes <= skill_n:
+        raise ValueError(f"bad with-skill counts {skill_successes}/{skill_n}")
+    b_rate = baseline_successes / baseline_n if baseline_n else 0.0
+    s_rate = skill_successes / skill_n if skill_n else 0.0
+    ok = (
+        skill_n > 0
+        and skill_successes - baseline_successes >= min_gain
+        and s_rate - b_rate >= min_rate_gain - 1e-9
+    )
+    return Acceptance(baseline_successes, baseline_n, skill_successes, skill_n, ok)
+
+
+# --- building the dataset -----------------------------------------------------------------------
+RerunFn = Callable[[Trajectory, "str | None", int], Sequence[Any]]
+
+
+def _successes(results: Sequence[Any]) -> int:
+    return sum(bool(getattr(r, "won", r)) for r in results)
+
+
+@dataclass
+class Stage1Report:
+    n_trajectories: int = 0
+    n_annotated: int = 0
+    n_accepted: int = 0
+    reruns: int = 0  # rerun episodes played
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def metrics(self) -> dict[str, float]:
+        n = max(1, self.n_trajectories)
+        return {
+            "stage1/trajectories": float(self.n_trajectories),
+            "stage1/annotated_rate": self.n_annotated / n,
+            "stage1/accepted_rate": self.n_accepted / n,
+            "stage1/rows": float(len(self.rows)),
+            "stage1/rerun_episodes": float(self.reruns),
+        }
+
+
+def build_stage1_rows(
+    trajectories: Sequence[Trajectory],
+    annotator: Any,
+    rerun_fn: RerunFn,
+    *,
+    env_id: str,
+    privileged: Sequence[dict[str, Any]] | None = None,
+    reruns: int = 8,
+    baseline: str = "group",
+    analyzer_kwargs: dict[str, Any] | None = None,
+) -> Stage1Report:
+    """Annotate, filter by the rerun rule, and return the accepted SFT rows (with provenance).
+
+    Each row: ``{"messages": analyzer chat, "completion": JSON answer, "provenance": {...}}``. The
+    analyzer chat is exactly what the policy reads in Stage 2 (``analyzer_kwargs`` must match the
+    trainer's truncation budget). Reruns are cached per (group, skill text).
+    """
+    if baseline not in ("group", "rerun"):
+        raise ValueError(f"baseline must be 'group' or 'rerun', not {baseline!r}")
+    trajectories = list(trajectories)
+    report = Stage1Report(n_trajectories=len(trajectories))
+    skills: list[Skill | None] = annotator.annotate(trajectories, privileged)
+    if len(skills) != len(trajectories):
+        raise ValueError(
+            f"annotator returned {len(skills)} skills for {len(trajectories)} trajectories"
+        )
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        groups.setdefault(t.group_id, []).append(t)
+    cache: dict[tuple[str, str | None], int] = {}
+
+    def rerun(traj: Trajectory, skill: str | None) -> int:
+        key = (traj.group_id, skill)
+        if key not in cache:
+            cache[key] = _successes(rerun_fn(traj, skill, reruns))
+            report.reruns += reruns
+        return cache[key]
+
+    for traj, skill in zip(trajectories, skills, strict=True):
+        if skill is None:
+            continue
+        report.n_annotated += 1
+        if baseline == "group":
+            group = groups[traj.group_id]
+            base_s, base_n = sum(t.won for t in group), len(group)
+        else:
+            base_s, base_n = rerun(traj, None), reruns
+        acc = accept_skill(base_s, base_n, rerun(traj, skill.skill), reruns)
+        if not acc.accepted:
+            continue
+        report.n_accepted += 1
+        report.rows.append(
+            {
+                "messages": analyzer_messages(traj, **(analyzer_kwargs or {})),
+                "completion": skill.to_json(),
+                "provenance": {
+                    "annotator": getattr(annotator, "name", type(annotator).__name__),
+                    "env_id": env_id,
+                    "traj_id": traj.traj_id,
+                    "group_id": traj.group_id,
+                    "task_id": traj.task_id,
+                    "task_type": traj.task_type,
+                    "task": traj.task,
+                    "seed": traj.seed,
+                    "won": traj.won,
+                    "acceptance": acc.to_dict(),
+                },
+            }
+        )
+    return report
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as JSON lines through a temp file (a killed run never leaves half a dataset)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    with Path(path).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# --- SFT ----------------------------------------------------------------------------------------
+@dataclass
+class SFTResult:
+    train_losses: list[float]  # one per optimizer step
+    val_losses: list[float]  # before training, then after each epoch (empty without a val split)
+    epoch_losses: list[float]  # mean train loss per epoch
+    n_train: int
+    n_val: int
+    skipped: int  # rows longer than max_length
+
+
+def encode_row(tokenizer: Any, row: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """(prompt ids with the generation prompt, answer ids + eos): only the answer is trained."""
+    from seed_gym.trainer.engines import encode_chat
+
+    prompt = encode_chat(tokenizer, row["messages"])
+    answer = list(tokenizer(row["completion"], add_special_tokens=False)["input_ids"])
+    return prompt, answer + [int(tokenizer.eos_token_id)]
+
+
+def split_rows(n: int, val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """Seeded (train, val) index split; ``round(n * val_fraction)`` validation rows (at least one
+    when ``val_fraction > 0`` and n >= 2, never all of them)."""
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    n_val = round(n * val_fraction)
+    if val_fraction > 0 and n >= 2:
+        n_val = min(max(1, n_val), n - 1)
+    return sorted(order[n_val:]), sorted(order[:n_val])
+
+
+def answer_nll(model: Any, examples: Sequence[tuple[list[int], list[int]]], *, pad_id: int):
+    """Token-mean negative log-likelihood of the answers given the prompts (scalar, with grad)."""
+    from seed_gym.trainer.logprobs import pack, packed_logprobs
+
+    batch = pack([p for p, _ in examples], [a for _, a in examples], pad_id=pad_id)
+    batch = batch.to(next(model.parameters()).device)
+    logprobs, _ = packed_logprobs(model, batch)  # [N, L]
+    mask = batch.response_mask  # [N, L]
+    return -(logprobs * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def sft_train(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    *,
+    epochs: int = 3,
+    lr: float = 5e-6,
+    batch_size: int = 4,
+    val_fraction: float = 0.1,
+    max_length: int = 4096,
+    weight_decay: float = 0.0,
+    grad_clip: float | None = 1.0,
+    seed: int = 0,
+    log_fn: Callable[[dict[str, float]], None] | None = None,
+) -> SFTResult:
+    """Supervised fine-tuning of the analyzer on ``rows`` (SEED.md: 3 epochs, lr 5e-6, 10 %
+    validation). Loss: token mean over the JSON answer tokens (and the closing eos) only."""
+    import torch
+
+    if epochs < 0 or batch_size < 1:
+        raise ValueError("epochs must be >= 0 and batch_size >= 1")
+    pad_id = (
+        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    )
+    examples, skipped = [], 0
+    for row in rows:
+        prompt, answer = encode_row(tokenizer, row)
+        if len(prompt) + len(answer) > max_length:
+            skipped += 1
+            continue
+        examples.append((prompt, answer))
+    train_idx, val_idx = split_rows(len(examples), val_fraction, seed)
+    train = [examples[i] for i in train_idx]
+    val = [examples[i] for i in val_idx]
+    result = SFTResult([], [], [], len(train), len(val), skipped)
+    if not train:
+        return result
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    rng = random.Random(seed)
+
+    def validate() -> None:
+        if not val:
+            return
+        model.eval()
+        with torch.no_grad():
+            total, count = 0.0, 0
+            for s in range(0, len(val), batch_size):
+                chunk = val[s : s + batch_size]
+                n_tok = sum(len(a) for _, a in chunk)
+                total += float(answer_nll(model, chunk, pad_id=pad_id)) * n_tok
+                count += n_tok
+        result.val_losses.append(total / max(1, count))
+        if log_fn:
+            log_fn({"sft/val_loss": result.val_losses[-1]})
+
+    was_training = model.training
+    try:
+        validate()
+        for epoch in range(epochs):
+            model.train()
+            order = list(range(len(train)))
+            rng.shuffle(order)
+            losses = []
+            for s in range(0, len(order), batch_size):
+                chunk = [train[i] for i in order[s : s + batch_size]]
+                loss = answer_nll(model, chunk, pad_id=pad_id)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(params, grad_clip)
+                optimizer.step()
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise FloatingPointError(f"SFT loss is {value} at epoch {epoch}")
+                losses.append(value)
+                result.train_losses.append(value)
+                if log_fn:
+                    log_fn({"sft/loss": value, "sft/epoch": float(epoch)})
+            result.epoch_losses.append(sum(losses) / len(losses))
+            validate()
+    finally:
+        model.train(was_training)
+    return result
