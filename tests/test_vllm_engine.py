@@ -150,11 +150,15 @@ def test_bad_arguments(tiny):
 def test_smollm2_logprobs_match_hf():
     from seed_gym.trainer.models import load_policy, smollm2_dir
 
-    if not (smollm2_dir() / "config.json").exists():
+    # the folder is keyed by the transformers version that converted it; the vLLM venv may carry
+    # another version, and any converted folder holds the same weights
+    folders = [smollm2_dir(), *sorted(smollm2_dir().parent.glob("smollm2-135m-instruct-tf*"))]
+    folders = [f for f in folders if (f / "config.json").exists()]
+    if not folders:
         pytest.skip("SmolLM2 is not converted (seed-gym data build smollm2)")
-    policy = load_policy(str(smollm2_dir()))
+    policy = load_policy(str(folders[0]))
     with VLLMEngine(
-        smollm2_dir(), tokenizer=policy.tokenizer, dtype="float32", max_model_len=1024
+        folders[0], tokenizer=policy.tokenizer, dtype="float32", max_model_len=1024
     ) as engine:
         prompts = [[{"role": "user", "content": "Name three colours."}]] * 2 + PROMPTS[2:]
         gens = engine.generate(prompts, max_new_tokens=32, temperature=1.0, seed=0)
