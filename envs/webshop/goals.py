@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from seed_gym.envs.webshop.records import Goal, Product, int_hash, unit_hash
 
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
@@ -29,9 +27,11 @@ def price_bound(price: float, key: str) -> tuple[float, str]:
     candidates = [p for p in PRICE_RANGE if p > price][:4]
     if len(candidates) < 2:
         return NO_PRICE_BOUND, ""
-    rng = np.random.default_rng(int_hash("price_upper", key))
-    pair = sorted(rng.choice(candidates, size=2, replace=False).tolist())
-    upper = float(pair[1])
+    # two distinct candidates drawn from one hash (a Generator per goal is slow at 100k goals)
+    h, n = int_hash("price_upper", key), len(candidates)
+    i, j = h % n, (h // n) % (n - 1)
+    j += j >= i
+    upper = float(max(candidates[i], candidates[j]))
     return upper, f", and price lower than {upper:.2f} dollars"
 
 
