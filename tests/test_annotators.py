@@ -233,3 +233,25 @@ def test_unreachable_endpoint_counts_failures_and_yields_none():
     assert ann.annotate([traj("t", ["up"], won=False)]) == [None]
     assert ann.failures == 2  # the first try and the analyzer's retry
     assert ann.url == "http://127.0.0.1:9/v1/chat/completions"
+
+
+def test_static_skill_bank(tmp_path):
+    from seed_gym.trainer.annotators import StaticSkillAnnotator
+
+    bank = {
+        "pick": "Take the object before going to the target.",
+        "*": "Check the goal before every action.",
+    }
+    path = tmp_path / "bank.json"
+    path.write_text(json.dumps(bank))
+    ann = StaticSkillAnnotator.from_json(str(path))
+    a, b = traj("t", ["look"], won=False, tid="a"), traj("t", ["look"], won=True, tid="b")
+    b.task_type = "pick"
+    sa, sb = ann.annotate([a, b])
+    assert sa.skill == bank["*"] and sb.skill == bank["pick"] and sb.traj_id == "b"
+    assert StaticSkillAnnotator({"pick": bank["pick"]}).annotate([a]) == [None]
+    with pytest.raises(Exception, match="at least 5"):
+        StaticSkillAnnotator({"x": "too short"})
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="skill bank"):
+        StaticSkillAnnotator.from_json(str(path))

@@ -11,7 +11,9 @@
   EZPoints solution, WebShop goal attributes, search gold answers and supporting documents), and
   from the trajectory itself (its actions, invalid outputs, loops). A generic template is keyed on
   the privileged fields; ``PHRASINGS`` holds one phrasing hook per env (``register_phrasing``).
-  This makes Stage 1 runnable offline (SEED.md: "beyond the paper").
+  This makes Stage 1 runnable offline (SEED.md: "beyond the paper"), and its skills can serve
+  as the privileged teacher context of the ``opsd`` baseline.
+- ``StaticSkillAnnotator``: a fixed skill bank per task type (the ``static-skills`` baseline).
 """
 
 from __future__ import annotations
@@ -345,3 +347,35 @@ class PrivilegedAnnotator:
         except SkillParseError:  # defensive: a degenerate template must not crash Stage 1
             return None
         return Skill(fields["episode_summary"], fields["episode_skill"], traj.traj_id)
+
+
+# --- a fixed skill bank (the static-skills baseline) --------------------------------------------
+class StaticSkillAnnotator:
+    """The ``static-skills`` baseline (as in SDAR): skills come from a fixed bank keyed by task
+    type (``"*"`` is the fallback key), not from the trajectories. A JSON file
+    ``{"pick_and_place": "...", "*": "..."}`` loads with ``from_json``."""
+
+    def __init__(self, bank: dict[str, str], *, name: str = "static"):
+        for text in bank.values():
+            parse_skill_json(Skill("static skill bank entry", text).to_json())  # >= 5 words
+        self.bank = dict(bank)
+        self.name = name
+
+    @classmethod
+    def from_json(cls, path: str) -> StaticSkillAnnotator:
+        with open(path, encoding="utf-8") as f:
+            bank = json.load(f)
+        if not isinstance(bank, dict) or not all(isinstance(v, str) for v in bank.values()):
+            raise ValueError(f"{path}: a skill bank is a JSON object of task type -> skill text")
+        return cls(bank)
+
+    def annotate(
+        self, trajectories: Sequence[Trajectory], privileged: Sequence[dict[str, Any]] | None = None
+    ) -> list[Skill | None]:
+        out: list[Skill | None] = []
+        for t in trajectories:
+            text = self.bank.get(t.task_type, self.bank.get("*"))
+            out.append(
+                None if text is None else Skill(f"static skill for {t.task_type}", text, t.traj_id)
+            )
+        return out
