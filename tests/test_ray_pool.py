@@ -32,6 +32,8 @@ class DiceEnv(gym.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
+        if (options or {}).get("explode"):
+            raise RuntimeError("bad task")
         self.t = 0
         self.target = int(self.np_random.integers(1000))
         task = (options or {}).get("task_id", "t0")
@@ -174,6 +176,20 @@ def test_env_exception_fails_only_that_episode(local_ray):
         assert pool.restarts == 0  # the worker is healthy; only env 0's episode is over
         assert ERROR_KEY in pool.step([0], ["a"])[0][4]
         assert ERROR_KEY not in pool.step([1], ["a"])[0][4]
+    finally:
+        pool.close()
+
+
+def test_failed_reset_raises_and_pool_recovers(local_ray):
+    pool = RayEnvPool([functools.partial(make_dice, k) for k in range(3)], envs_per_worker=2)
+    try:
+        with pytest.raises(
+            EnvPoolError, match="env 1: env raised in reset: RuntimeError: bad task"
+        ):
+            pool.reset([1, 2, 3], [None, {"explode": True}, None])
+        ray.kill(pool.workers[1])  # the reset after a dead worker is retried on a fresh one
+        assert _equal(pool.reset([1, 2, 3]), [make_dice(k).reset(seed=k + 1) for k in range(3)])
+        assert pool.restarts == 1
     finally:
         pool.close()
 

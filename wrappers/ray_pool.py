@@ -14,8 +14,10 @@ Failures never hang a rollout:
 
 A failed episode returns ``(last_obs, 0.0, True, True, info)`` with ``info["pool.error"]`` set to
 the reason (``info`` is the env's last info with ``won=False``, ``action_is_valid=False``); its env
-keeps answering that way until the next ``reset``. A failed ``reset`` (retried once on a fresh
-worker) returns ``(None, {"pool.error": reason})``. ``pool.restarts`` counts worker restarts.
+keeps answering that way until the next ``reset``. A ``reset`` that fails (an env raised, or its
+worker died twice: it is retried once on a fresh worker) raises ``EnvPoolError`` naming the envs
+and reasons, since there is no first observation to return; the pool stays usable.
+``pool.restarts`` counts worker restarts.
 
 Use it through ``EnvPool(..., backend="ray")`` / ``make_group_pool(..., backend="ray")`` or
 directly. Connects to a running cluster (``ray.init(address=...)`` or ``RAY_ADDRESS``) if the
@@ -183,18 +185,24 @@ class RayEnvPool:
         retry = [i for i in indices if results[i][0] == _ERR and results[i][2]]
         if retry:  # the worker died: its envs get one more chance on the fresh worker
             results.update(self._call("reset", retry, args, self.reset_timeout))
-        out = []
+        failed = []
         for i in indices:
             status, payload, _ = results[i]
             if status == _OK:
                 self._failed[i] = None
                 self._last[i] = payload
-                out.append(payload)
             else:
                 self._failed[i] = payload
                 self._last[i] = (None, {})
-                out.append((None, {ERROR_KEY: payload}))
-        return out
+                failed.append(f"env {i}: {payload}")
+        if failed:
+            # without a first observation there is no episode to mark failed; the pool itself
+            # stays usable (dead workers were replaced), so a later reset may succeed
+            raise EnvPoolError(
+                "reset failed (after one retry on a fresh worker where the worker "
+                "died):\n" + "\n".join(failed)
+            )
+        return [results[i][1] for i in indices]
 
     def step(self, indices: Sequence[int], actions: Sequence[Any]) -> list[tuple]:
         """Step env ``indices[j]`` with ``actions[j]``; the other envs do not advance."""
