@@ -60,6 +60,18 @@ def test_insert_after_a_search_question_line_at_the_end():
     assert out[0]["content"] == "Answer the question.\nYour question: who wrote Hamlet?\n\n" + BLOCK
 
 
+def test_blank_lines_around_the_block_are_not_doubled():
+    text = "You are an expert agent playing Sokoban. Push boxes.\n\n# Rules\n- no pulling"
+    out = insert_skill(
+        [{"role": "user", "content": text}], SKILL, ("You are an expert agent playing Sokoban",)
+    )
+    assert out[0]["content"] == (
+        "You are an expert agent playing Sokoban. Push boxes.\n\n"
+        + BLOCK
+        + "\n\n# Rules\n- no pulling"
+    )
+
+
 def test_earliest_marker_wins_and_later_copies_are_untouched():
     text = "Your task is to: A\nobs: Your task is to: A\nNow it's your turn"
     out = insert_skill([{"role": "user", "content": text}], SKILL, ("Your task is to:",))
@@ -260,3 +272,26 @@ def test_flatten_and_mean_teacher_gap(policy, samples):
     ) / (len(lp0) + len(lp1))
     assert gaps[0] == pytest.approx(expected, abs=1e-5)
     assert gaps[1] is None and gaps[2] is None
+
+
+@pytest.mark.parametrize("env_id", ["seed_gym/Sokoban-v0", "seed_gym/EZPoints-v0"])
+def test_insertion_into_real_agent_prompts(env_id):
+    import seed_gym
+
+    env = seed_gym.make_agent_env(env_id, split="train", modality="text")
+    obs, _ = env.reset(seed=0)
+    spec = env.agent_spec
+    out, where = insert_skill(
+        obs["messages"], SKILL, spec.task_markers, spec.fallback_marker, return_where=True
+    )
+    env.close()
+    assert where == "task"
+    plain = "\n".join(m["content"] for m in obs["messages"])
+    text = "\n".join(m["content"] for m in out)
+    assert text.count(BLOCK) == 1
+    before, after = text.split(BLOCK)
+    marker_line = next(
+        line for line in plain.splitlines() if any(m in line for m in spec.task_markers)
+    )
+    assert before.endswith(marker_line + "\n\n") and after.startswith("\n\n")
+    assert (before + after).replace("\n", "") == plain.replace("\n", "")  # nothing else changed

@@ -51,7 +51,8 @@ def _insert_into_text(
         eol = text.find("\n", pos)
         if eol == -1:
             return text + "\n\n" + block, "task"
-        return text[:eol] + "\n\n" + block + "\n" + text[eol:], "task"
+        rest = text[eol:].lstrip("\n")  # the block is its own paragraph: one blank line each side
+        return text[:eol] + "\n\n" + block + "\n\n" + rest, "task"
     if fallback_marker and fallback_marker in text:
         pos = text.find(fallback_marker)
         before = text[:pos].rstrip(" \t")
