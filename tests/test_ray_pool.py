@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -208,6 +210,36 @@ def test_bad_calls_raise_clear_errors(local_ray):
         pool.close()
     with pytest.raises(ValueError, match="at least one"):
         RayEnvPool([])
+
+
+# --- user envs and the real suite through make_group_pool --------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+
+def register_example() -> None:
+    """What a user's worker_setup does: import the module that registers their env."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    importlib.import_module("guess_number")
+
+
+def test_worker_setup_registers_user_envs(local_ray):
+    from seed_gym.wrappers.group import make_group_pool
+
+    register_example()
+    guess = "example/GuessNumber-v0"
+    tasks = ["secret-7", "secret-42"]
+    actions = ["<think>a</think><action>50</action>", "fifty", "<think>b</think><action>7</action>"]
+    runs = {}
+    for backend, kwargs in (("local", {}), ("ray", {"worker_setup": register_example})):
+        pool = make_group_pool(guess, tasks, 2, backend=backend, **kwargs)
+        try:
+            runs[backend] = [canon(pool.reset([0, 0, 1, 1]))]
+            runs[backend] += [canon(pool.step([0, 1, 2, 3], [a] * 4)) for a in actions]
+        finally:
+            pool.close()
+    assert runs["ray"] == runs["local"]
+    assert runs["local"][3][0][4]["won"] is True and runs["local"][3][2][4]["won"] is False
 
 
 # --- the real suite through make_group_pool ------------------------------------------------------

@@ -62,7 +62,9 @@ def _describe(exc: BaseException) -> str:
 class _EnvWorker:
     """Runs inside a Ray actor: a few envs, stepped one after another."""
 
-    def __init__(self, factories: list[Callable[[], Any]]):
+    def __init__(self, factories: list[Callable[[], Any]], setup: Callable[[], Any] | None):
+        if setup is not None:
+            setup()
         self.envs = [factory() for factory in factories]
 
     def reset(self, slots: list[int], seeds: list[int | None], options: list[dict | None]):
@@ -123,6 +125,9 @@ class RayEnvPool:
             wait for a slot, so the default worker count never exceeds them.
         address: Ray cluster to connect to when Ray is not initialised yet (``"auto"``, or
             ``"ray://host:10001"``); ``None`` uses ``RAY_ADDRESS`` or starts a local Ray.
+        worker_setup: called in every worker before its envs are built, e.g. to import the module
+            that registers a user env (workers are fresh processes: ``seed_gym`` registers only
+            its own envs there).
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class RayEnvPool:
         reset_timeout: float | None = 600.0,
         num_cpus_per_worker: float = 1.0,
         address: str | None = None,
+        worker_setup: Callable[[], Any] | None = None,
     ):
         if not factories:
             raise ValueError("RayEnvPool needs at least one env factory")
@@ -143,6 +149,7 @@ class RayEnvPool:
             ray.init(address=address, include_dashboard=False, ignore_reinit_error=True)
         self._ray = ray
         self._factories = list(factories)
+        self._setup = worker_setup
         n = len(self._factories)
         if envs_per_worker is None:
             if num_workers is None:
@@ -280,9 +287,8 @@ class RayEnvPool:
 
     # --- internals ----------------------------------------------------------------------------
     def _spawn(self, w: int):
-        return self._actor_cls.options(name=None).remote(
-            [self._factories[i] for i in self._slices[w]]
-        )
+        factories = [self._factories[i] for i in self._slices[w]]
+        return self._actor_cls.remote(factories, self._setup)
 
     def _restart(self, w: int, reason: str) -> None:
         logger.warning("restarting env worker %d: %s", w, reason)
