@@ -6,11 +6,26 @@ kept in manifest order), so the same ``--seed`` always picks the same tasks. Epi
 is reset with ``seed + position of t in the manifest``: a task gets the same episode seed in a
 subset run and a full run, so two result files can be paired task by task.
 
-``DIR/episodes.jsonl`` holds one line per episode, written as it finishes; ``DIR/results.json``
-the summary: success rate with a 95% Wilson score interval, mean return and steps, the
-invalid-action rate (invalid steps / all steps), success per task type and its macro average,
-and the mean of every numeric namespaced info key at episode end (``webshop.score``,
-``search.em``, ``search.f1``, ...).
+``--k K`` plays every task K times from the same env seed (sample j of a task samples its policy
+from its own seed), which gives avg@k and pass@k. Sample 0 uses the policy seed a ``k = 1`` run
+uses, so it reproduces that run.
+
+Policies that act in batches (``model:PATH``, ``openai:URL``) play ``--batch-size`` episodes at
+once: each turn, every live episode's prompt goes to the model in one call, and a finished episode
+frees its slot for the next task.
+
+``DIR/episodes.jsonl`` holds one line per episode, written as it finishes (in manifest order once
+the eval completes); ``DIR/results.json`` the summary: success rate with a 95% Wilson score
+interval, mean return and steps, the invalid-action rate (invalid steps / all steps), success per
+task type and its macro average, the mean of every numeric namespaced info key at episode end
+(``webshop.score``, ``search.em``, ``search.f1``, ...), avg@k / pass@k, cluster-bootstrap 95%
+intervals of all of them (``seed_gym.stats``), the per-task table ``seed-gym compare`` pairs on,
+and provenance: the eval config, package versions, the split manifest (with its hash) and the
+model's hash.
+
+Resume: rerunning the same command with the same ``--out`` skips every episode already in
+``episodes.jsonl`` (a partially written last line, from a killed run, is discarded) and plays the
+rest; a different config in the same folder is refused (``--overwrite`` starts over).
 """
 
 from __future__ import annotations
@@ -26,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from seed_gym import stats
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -83,6 +100,10 @@ def run_episode(env, policy, *, task_id: str, seed: int) -> dict[str, Any]:
         steps += 1
         invalid += not info.get("action_is_valid", True)
         actions.append(info.get("parsed_action", action) if policy.acts_on == "agent" else action)
+    return _record(task_id, seed, info, total, steps, invalid, terminated, truncated, actions)
+
+
+def _record(task_id, seed, info, total, steps, invalid, terminated, truncated, actions) -> dict:
     return {
         "task_id": task_id,
         "task_type": info.get("task_type", ""),
@@ -98,8 +119,10 @@ def run_episode(env, policy, *, task_id: str, seed: int) -> dict[str, Any]:
     }
 
 
-def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The statistics of ``results.json`` from per-episode records."""
+def summarize(
+    episodes: list[dict[str, Any]], *, n_boot: int = stats.N_BOOT, ci_seed: int = 0
+) -> dict[str, Any]:
+    """The statistics of ``results.json`` from per-episode records (see ``seed_gym.stats``)."""
     n = len(episodes)
     wins = sum(e["won"] for e in episodes)
     steps = sum(e["steps"] for e in episodes)
@@ -118,8 +141,15 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     for e in episodes:
         for key, value in e["extras"].items():
             extras[key].append(value)
+    # records without a task id (hand-made ones) count as tasks of their own
+    keyed = [e if "task_id" in e else {**e, "task_id": f"#{i}"} for i, e in enumerate(episodes)]
+    tasks = stats.per_task(keyed)
+    boot = stats.summarize_tasks(tasks, n_boot=n_boot, seed=ci_seed)
+    k = boot["k_min"]
     return {
         "episodes": n,
+        "tasks": len(tasks),
+        "k": k,
         "success_rate": wins / n if n else 0.0,
         "success_ci95": list(wilson_interval(wins, n)),
         "ci_method": "wilson",
@@ -132,7 +162,84 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         else 0.0,
         "extras": {k: float(np.mean(v)) for k, v in sorted(extras.items())},
         "extras_episodes": {k: len(v) for k, v in sorted(extras.items())},
+        "avg_at_k": boot["metrics"]["success"] if tasks else 0.0,
+        "pass_at_k": {
+            name.split("@")[1]: value
+            for name, value in boot["metrics"].items()
+            if name.startswith("pass@")
+        }
+        or ({"1": boot["metrics"]["success"]} if tasks else {}),
+        "bootstrap": boot,
+        "per_task": stats.compact_per_task(tasks),
     }
+
+
+# --- provenance ------------------------------------------------------------------------------------
+VERSION_PACKAGES = (
+    "seed-gym",
+    "numpy",
+    "gymnasium",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "pillow",
+    "alfworld",
+    "textworld",
+    "bm25s",
+    "faiss-cpu",
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Python and the installed versions of the packages results depend on."""
+    import platform
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in VERSION_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+# --- resumable episode log ---------------------------------------------------------------------
+def _read_valid_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete JSON lines of ``path``: a line cut short by a killed writer is dropped."""
+    from seed_gym.trajlog import read_jsonl
+
+    return read_jsonl(path) if path.exists() else []
+
+
+def _rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def sample_seed(seed: int, position: int, sample: int) -> int:
+    """The policy seed of sample ``sample`` of the task at manifest ``position``: sample 0 keeps
+    the k = 1 seed (``seed + position``), the others draw independent ones."""
+    if sample == 0:
+        return seed + position
+    return int(np.random.SeedSequence([seed, position, sample]).generate_state(1)[0] >> 1)
+
+
+class _Slot:
+    """One episode in flight: its env, unit and running totals."""
+
+    def __init__(self, env):
+        self.env = env
+        self.unit: tuple[int, str, int] | None = None  # (index, task id, sample)
+        self.seed = 0
+        self.obs: Any = None
+        self.info: dict[str, Any] = {}
+        self.total, self.steps, self.invalid = 0.0, 0, 0
+        self.actions: list[Any] = []
+        self.trace: list[dict[str, Any]] = []
 
 
 def evaluate(
@@ -146,60 +253,252 @@ def evaluate(
     modality: str | None = None,
     max_steps: int | None = None,
     progress: bool = True,
+    k: int = 1,
+    policy_options: dict[str, Any] | None = None,
+    batch_size: int | None = None,
+    save_trajectories: bool = False,
+    overwrite: bool = False,
+    n_boot: int = stats.N_BOOT,
 ) -> dict[str, Any]:
-    """Run ``policy_spec`` on the split's tasks; write ``out/results.json`` and
-    ``out/episodes.jsonl`` when ``out`` is given. Returns the results dict."""
+    """Run ``policy_spec`` on the split's tasks (``k`` episodes each); write ``out/results.json``
+    and ``out/episodes.jsonl`` when ``out`` is given, resuming an interrupted run in ``out``.
+    Returns the results dict."""
     from tqdm.auto import tqdm
 
     import seed_gym
     from seed_gym.policies import make_policy
+    from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
 
-    policy = make_policy(policy_spec)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    options = {k_: v for k_, v in (policy_options or {}).items() if v is not None}
+    if batch_size is not None:
+        options["batch_size"] = batch_size
     kwargs: dict[str, Any] = {"split": split, "modality": modality}
     if max_steps is not None:
         kwargs["max_episode_steps"] = max_steps
+    # the env first: an unknown env id fails before a model loads
+    seed_gym.registration.agent_spec(env_id)
+    policy = make_policy(policy_spec, options)
     make = seed_gym.make_agent_env if policy.acts_on == "agent" else seed_gym.make
-    env = make(env_id, **kwargs)
-    manifest = env.unwrapped.manifest(split)
+    envs = [make(env_id, **kwargs)]
+    manifest = envs[0].unwrapped.manifest(split)
     position = {t: i for i, t in enumerate(manifest.task_ids)}
     tasks = list(manifest.iterate(limit=episodes, seed=seed))
+    units = [(i * k + j, t, j) for i, t in enumerate(tasks) for j in range(k)]
 
+    config = {
+        "env_id": env_id,
+        "split": split,
+        "policy": policy_spec,
+        "policy_options": options,
+        "episodes": episodes,
+        "seed": seed,
+        "k": k,
+        "modality": modality,
+        "max_steps": max_steps,
+        "manifest_sha256": manifest.hash,
+    }
     out_dir = Path(out) if out is not None else None
-    log = None
+    done: dict[tuple[str, int], dict[str, Any]] = {}
+    ep_path = traj_path = None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        log = open(out_dir / "episodes.jsonl", "w", encoding="utf-8")  # noqa: SIM115
-    records = []
-    bar = tqdm(tasks, desc=f"{env_id} {split} {policy_spec}", unit="ep", disable=not progress)
+        ep_path = out_dir / "episodes.jsonl"
+        traj_path = out_dir / TRAJ_DIR / "eval.jsonl"
+        cfg_path = out_dir / "eval_config.json"
+        if overwrite:
+            for p in (ep_path, traj_path, out_dir / "results.json", cfg_path):
+                p.unlink(missing_ok=True)
+        if cfg_path.exists():
+            previous = json.loads(cfg_path.read_text())
+            if previous != config:
+                diff = sorted(
+                    x for x in set(previous) | set(config) if previous.get(x) != config.get(x)
+                )
+                envs[0].close()
+                policy.close()
+                raise SystemExit(
+                    f"seed-gym eval: {out_dir} holds an eval with a different config "
+                    f"({', '.join(diff)} differ); use another --out or pass --overwrite"
+                )
+        elif ep_path.exists() and ep_path.stat().st_size:
+            envs[0].close()
+            policy.close()
+            raise SystemExit(
+                f"seed-gym eval: {ep_path} exists but was not written by this eval "
+                "(no eval_config.json); use another --out or pass --overwrite"
+            )
+        cfg_path.write_text(json.dumps(config, indent=2) + "\n")
+        wanted = {(t, j): idx for idx, t, j in units}
+        for r in _read_valid_jsonl(ep_path):
+            key = (r["task_id"], int(r.get("sample", 0)))
+            if key in wanted:
+                done[key] = r
+        # drop the partial last line (and anything this config does not ask for)
+        _rewrite_jsonl(ep_path, list(done.values()))
+        if traj_path.exists():
+            kept = [
+                r
+                for r in _read_valid_jsonl(traj_path)
+                if (r["task_id"], int(r.get("sample", 0))) in done
+            ]
+            _rewrite_jsonl(traj_path, kept)
+    resumed = len(done)
+    todo = [u for u in units if (u[1], u[2]) not in done]
+
+    describe = getattr(policy, "describe", None)
+    policy_info = describe() if describe is not None else {"model": None}
+    batched = hasattr(policy, "act_batch")
+    n_slots = max(1, min(int(getattr(policy, "batch_size", 1) or 1), len(todo))) if batched else 1
+    while len(envs) < n_slots:
+        envs.append(make(env_id, **kwargs))
+    slots = [_Slot(env) for env in envs[:n_slots]]
+    queue = list(reversed(todo))
+    log = open(ep_path, "a", encoding="utf-8") if ep_path is not None else None  # noqa: SIM115
+    records = list(done.values())
+    bar = tqdm(
+        total=len(units),
+        initial=resumed,
+        desc=f"{env_id} {split} {policy_spec}",
+        unit="ep",
+        disable=not progress,
+    )
+
+    def start(slot: _Slot) -> None:
+        if not queue:
+            slot.unit = None
+            return
+        slot.unit = queue.pop()
+        _, task_id, j = slot.unit
+        slot.seed = seed + position[task_id]
+        slot.obs, slot.info = slot.env.reset(seed=slot.seed, options={"task_id": task_id})
+        policy.reset(slot.env, seed=sample_seed(seed, position[task_id], j))
+        slot.total, slot.steps, slot.invalid = 0.0, 0, 0
+        slot.actions, slot.trace = [], []
+
+    def observation(slot: _Slot) -> tuple[str, list[Any]]:
+        if policy.acts_on == "agent":
+            return str(slot.info.get("anchor", "")), list(slot.obs.get("images") or [])
+        image = slot.obs.get("image") if isinstance(slot.obs, dict) else None
+        text = slot.obs.get("text", "") if isinstance(slot.obs, dict) else str(slot.obs)
+        return str(text), [] if image is None else [image]
+
+    def finish(slot: _Slot, terminated: bool, truncated: bool) -> None:
+        index, task_id, j = slot.unit
+        record = _record(
+            task_id,
+            slot.seed,
+            slot.info,
+            slot.total,
+            slot.steps,
+            slot.invalid,
+            terminated,
+            truncated,
+            slot.actions,
+        )
+        record["sample"] = j
+        record["index"] = index
+        if traj_path is not None and save_trajectories:
+            # the trajectory goes first: an episode line always has its trajectory
+            append_trajectory(
+                traj_path,
+                trajectory_record(
+                    traj_id=f"eval-{index}",
+                    group_id=task_id,
+                    task_id=task_id,
+                    task_type=record["task_type"],
+                    task=str(slot.info.get("task", "")),
+                    seed=slot.seed,
+                    won=record["won"],
+                    score=next(
+                        (v for key, v in record["extras"].items() if key.endswith("score")), None
+                    ),
+                    truncated=truncated and not terminated,
+                    steps=slot.trace,
+                    source="eval",
+                    split=split,
+                    sample=j,
+                    policy=policy_spec,
+                ),
+            )
+        if log is not None:
+            log.write(json.dumps(record, ensure_ascii=False) + "\n")
+            log.flush()
+        records.append(record)
+        bar.update(1)
+        bar.set_postfix(
+            success=f"{sum(r['won'] for r in records) / len(records):.3f}", refresh=False
+        )
+
     try:
-        for task_id in bar:
-            record = run_episode(env, policy, task_id=task_id, seed=seed + position[task_id])
-            record["index"] = len(records)
-            records.append(record)
-            if log is not None:
-                log.write(json.dumps(record, ensure_ascii=False) + "\n")
-                log.flush()
-            rate = sum(r["won"] for r in records) / len(records)
-            bar.set_postfix(success=f"{rate:.3f}", refresh=False)
+        for slot in slots:
+            start(slot)
+        while True:
+            live = [s for s in slots if s.unit is not None]
+            if not live:
+                break
+            if batched:
+                actions = policy.act_batch(
+                    [s.env for s in live], [s.obs for s in live], [s.info for s in live]
+                )
+            else:
+                actions = [policy.act(s.env, s.obs, s.info) for s in live]
+            for slot, action in zip(live, actions, strict=True):
+                if save_trajectories:
+                    text, images = observation(slot)
+                    details = getattr(policy, "details", lambda env: None)(slot.env) or {}
+                obs, reward, terminated, truncated, info = slot.env.step(action)
+                slot.total += float(reward)
+                slot.steps += 1
+                slot.invalid += not info.get("action_is_valid", True)
+                parsed = info.get("parsed_action", action) if policy.acts_on == "agent" else action
+                slot.actions.append(parsed)
+                if save_trajectories:
+                    slot.trace.append(
+                        step_record(
+                            observation=text,
+                            images=images,
+                            response=str(action),
+                            action=parsed,
+                            valid=bool(info.get("action_is_valid", True)),
+                            reward=float(reward),
+                            tokens=details.get("tokens"),
+                            logprobs=details.get("logprobs"),
+                        )
+                    )
+                slot.obs, slot.info = obs, info
+                if terminated or truncated:
+                    finish(slot, terminated, truncated)
+                    start(slot)
     finally:
         bar.close()
         if log is not None:
             log.close()
-        env.close()
+        for env in envs:
+            env.close()
         policy.close()
 
+    records.sort(key=lambda r: r["index"])
+    if ep_path is not None:
+        _rewrite_jsonl(ep_path, records)  # manifest order, whatever order episodes ended in
     results = {
         "env_id": env_id,
         "split": split,
         "manifest_sha256": manifest.hash,
         "manifest_tasks": len(manifest),
+        "manifest": manifest.to_dict(),
         "subset": None if len(tasks) == len(manifest) else {"n": len(tasks), "seed": seed},
         "policy": policy_spec,
+        "policy_info": policy_info,
         "seed": seed,
-        "modality": env.unwrapped.modality,
+        "modality": envs[0].unwrapped.modality,
         "max_steps": max_steps,
         "seed_gym_version": seed_gym.__version__,
-        **summarize(records),
+        "versions": package_versions(),
+        "config": config,
+        "resumed_episodes": resumed,
+        **summarize(records, n_boot=n_boot, ci_seed=seed),
     }
     if out_dir is not None:
         (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -213,13 +512,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", required=True, help="env id, e.g. seed_gym/Sokoban-v0")
     p.add_argument("--split", default="seen", help="train | seen | unseen (default: seen)")
     p.add_argument(
-        "--policy", default="random", help="random | oracle | KIND:ARG (default: random)"
+        "--policy",
+        default="random",
+        help="random | oracle | model:PATH|smollm2|tiny | openai:URL | KIND:ARG (default: random)",
     )
     p.add_argument("--episodes", type=int, default=None, help="cap: a seeded subset of N tasks")
+    p.add_argument("--k", type=int, default=1, help="samples (episodes) per task (default 1)")
     p.add_argument("--seed", type=int, default=0, help="subset draw and episode seeds (default 0)")
     p.add_argument("--out", default=None, help="folder for results.json and episodes.jsonl")
     p.add_argument("--modality", default=None, help="text | image | text+image (env default)")
     p.add_argument("--max-steps", type=int, default=None, help="override the step limit")
+    m = p.add_argument_group("model policies (model:, openai:)")
+    m.add_argument("--temperature", type=float, default=None, help="0 = greedy (the default)")
+    m.add_argument("--top-p", type=float, default=None, help="nucleus sampling (default 1)")
+    m.add_argument("--max-new-tokens", type=int, default=None, help="per turn (default 256)")
+    m.add_argument("--batch-size", type=int, default=None, help="episodes played at once")
+    m.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast (model:)")
+    m.add_argument("--model-name", default=None, help="served model (openai:; default: first)")
+    p.add_argument(
+        "--save-trajectories",
+        action="store_true",
+        help="also write OUT/trajectories/eval.jsonl for the report's trajectory viewer",
+    )
+    p.add_argument("--overwrite", action="store_true", help="discard a previous eval in --out")
+    p.add_argument("--n-boot", type=int, default=stats.N_BOOT, help="bootstrap draws")
     p.add_argument(
         "--import",
         dest="imports",
@@ -236,6 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.episodes is not None and args.episodes < 1:
         raise SystemExit("seed-gym eval: --episodes must be >= 1")
+    if args.k < 1:
+        raise SystemExit("seed-gym eval: --k must be >= 1")
+    if args.save_trajectories and not args.out:
+        raise SystemExit("seed-gym eval: --save-trajectories needs --out")
     import_env_modules(args.imports)
     results = evaluate(
         args.env,
@@ -247,14 +567,32 @@ def main(argv: list[str] | None = None) -> int:
         modality=args.modality,
         max_steps=args.max_steps,
         progress=not args.no_progress,
+        k=args.k,
+        policy_options={
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "max_new_tokens": args.max_new_tokens,
+            "bf16": args.bf16,
+            "model_name": args.model_name,
+        },
+        batch_size=args.batch_size,
+        save_trajectories=args.save_trajectories,
+        overwrite=args.overwrite,
+        n_boot=args.n_boot,
     )
     lo, hi = results["success_ci95"]
+    blo, bhi = results["bootstrap"]["ci95"]["success"]
     print(
         f"{results['env_id']} {results['split']} policy={results['policy']} "
         f"episodes={results['episodes']} success={results['success_rate']:.3f} "
         f"[{lo:.3f}, {hi:.3f}] return={results['mean_return']:.3f} "
         f"steps={results['mean_steps']:.2f} invalid={results['invalid_action_rate']:.3f}"
     )
+    if results["k"] > 1:
+        passes = " ".join(f"pass@{j}={v:.3f}" for j, v in results["pass_at_k"].items())
+        print(f"k={results['k']} avg@k={results['avg_at_k']:.3f} [{blo:.3f}, {bhi:.3f}] {passes}")
+    if results["resumed_episodes"]:
+        print(f"resumed: {results['resumed_episodes']} episodes were already done")
     if args.out:
         print(f"wrote {Path(args.out) / 'results.json'} and episodes.jsonl")
     return 0

@@ -103,7 +103,9 @@ def test_policy_registry():
     assert isinstance(make_policy("oracle"), OraclePolicy)
     assert isinstance(make_policy("oracle"), Policy)
     with pytest.raises(ValueError, match="unknown policy"):
-        make_policy("model:/nowhere")
+        make_policy("nomodel:/nowhere")
+    with pytest.raises(FileNotFoundError, match="nor a local Hugging Face model folder"):
+        make_policy("model:/nowhere")  # model: is built in now; a missing folder says so
     seen = []
     register_policy("echo", lambda arg: seen.append(arg) or RandomPolicy())
     make_policy("echo:some/path:with:colons")
