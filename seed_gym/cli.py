@@ -1,4 +1,4 @@
-"""``seed-gym list / play / eval / train / sft / data / report / serve``.
+"""``seed-gym list / play / eval / compare / train / sft / data / report / serve``.
 
 Each subcommand's real work lives in its own module; this file only parses arguments and
 dispatches, importing heavy modules lazily so ``seed-gym list`` stays instant.
@@ -49,6 +49,7 @@ DELEGATED = {
     "train": "seed_gym.trainer.train",
     "sft": "seed_gym.trainer.sft",
     "report": "seed_gym.report",
+    "compare": "seed_gym.stats",
     "serve": "seed_gym.serve",
 }
 
