@@ -25,7 +25,7 @@ if ! "$py" -c "import vllm" 2>/dev/null; then
 fi
 # seed-gym itself without its extras (they would pull a different stack), plus what the tests import
 "$py" -m pip install -q --no-deps -e .
-"$py" -m pip install -q "gymnasium==1.4.*" "pillow>=10" "tqdm>=4.66" "pytest>=8"
+"$py" -m pip install -q "gymnasium==1.4.*" "pillow>=10" "tqdm>=4.66" "pytest>=8" "peft>=0.13"
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 # addopts of pyproject name pytest-benchmark's flag, which this venv does not have
 exec "$py" -m pytest tests/test_vllm_engine.py -q -o addopts="-ra" -p no:cacheprovider "$@"

@@ -65,6 +65,8 @@ def make_dice(k: int) -> gym.Env:
 
 @pytest.fixture(scope="module")
 def local_ray():
+    if ray.is_initialized():  # another test module's Ray: start ours with known resources
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -8,19 +8,25 @@ runs with ``-m slow`` when the converted SmolLM2 folder exists.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
 
-pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
 
 from seed_gym.trainer.engines import HFEngine  # noqa: E402
 from seed_gym.trainer.logprobs import response_logprobs  # noqa: E402
-from seed_gym.trainer.models import tiny_model, tiny_tokenizer  # noqa: E402
-from seed_gym.trainer.vllm_engine import VLLMEngine  # noqa: E402
+from seed_gym.trainer.models import apply_lora, tiny_model, tiny_tokenizer  # noqa: E402
+from seed_gym.trainer.vllm_engine import VLLMEngine, hf_weights  # noqa: E402
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+HAVE_PEFT = importlib.util.find_spec("peft") is not None
+needs_vllm = pytest.mark.skipif(
+    not HAVE_VLLM, reason="vLLM is not installed (scripts/test_vllm.sh)"
+)
 
 # fp32 on both sides; vLLM's CPU kernels sum in another order than torch's, so not bit-equal
 TOL = 2e-3
@@ -38,6 +44,8 @@ PROMPTS = [
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    if not HAVE_VLLM:
+        pytest.skip("vLLM is not installed (scripts/test_vllm.sh)")
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer, hidden=256).eval()
     path = tmp_path_factory.mktemp("tiny-llama")
@@ -133,6 +141,49 @@ def test_weight_sync_changes_outputs(tiny):
     assert [g.ids for g in again] == [g.ids for g in before]
 
 
+@pytest.mark.skipif(not HAVE_PEFT, reason="peft is not installed")
+def test_hf_weights_of_a_merged_lora_model_are_plain_checkpoint_names():
+    tokenizer = tiny_tokenizer()
+    base_names = set(tiny_model(tokenizer).state_dict())
+    model = apply_lora(tiny_model(tokenizer), r=4)
+    model.merge_adapter()
+    try:
+        weights = dict(hf_weights(model))
+    finally:
+        model.unmerge_adapter()
+    assert set(weights) == base_names
+
+
+@pytest.mark.skipif(not HAVE_PEFT, reason="peft is not installed")
+def test_lora_weight_sync_samples_from_the_merged_model(tiny):
+    engine, model, tokenizer = tiny
+    before = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+    lora = apply_lora(tiny_model(tokenizer, hidden=256), r=4)
+    with torch.no_grad():  # trained adapters: B is zero at init, which would merge to a no-op
+        gen = torch.Generator().manual_seed(1)
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen))
+    try:
+        engine.sync_weights(lora)
+        assert not any(getattr(m, "merged", False) for m in lora.modules())  # unmerged again
+        after = engine.generate(PROMPTS, max_new_tokens=16, temperature=0.0)
+        assert [g.ids for g in after] != [g.ids for g in before]
+        gap = max_gap(after, recompute(lora, tokenizer, after, 1.0))
+        print(f"LoRA sync: max |vLLM - HF(peft)| logprob = {gap:.2e}")
+        assert gap < TOL
+    finally:
+        engine.sync_weights(model)
+
+
+@pytest.mark.skipif(HAVE_VLLM, reason="checks the error without vLLM")
+def test_missing_vllm_names_the_extra(tmp_path):
+    tokenizer = tiny_tokenizer()
+    tiny_model(tokenizer).save_pretrained(tmp_path)
+    with pytest.raises(ImportError, match=r"seed-gym\[vllm\].*vllm-cpu"):
+        VLLMEngine(tmp_path)
+
+
 def test_bad_arguments(tiny):
     engine = tiny[0]
     with pytest.raises(ValueError, match="max_new_tokens"):
@@ -147,6 +198,7 @@ def test_bad_arguments(tiny):
 
 
 @pytest.mark.slow
+@needs_vllm
 def test_smollm2_logprobs_match_hf():
     from seed_gym.trainer.models import load_policy, smollm2_dir
 
