@@ -1,0 +1,660 @@
+"""``seed-gym report RUN_DIR [RUN_DIR ...] --out report.html``: one static, self-contained HTML file.
+
+Inputs (each argument may also be a folder that holds such folders, searched two levels deep):
+- training runs (``seed-gym train --out RUN_DIR``): ``config.json`` + ``metrics.jsonl``; the
+  per-iteration ``rollout/*`` metrics give the training curve and ``eval/{split}/*`` lines the
+  seen / unseen curves; ``trajectories/iter_*.jsonl`` (``seed_gym.trajlog``) feed the viewer.
+- eval folders (``seed-gym eval --out DIR``): ``results.json`` (and ``trajectories/eval.jsonl``
+  with ``--save-trajectories``).
+
+Sections:
+1. **Learning curves**: success vs cumulative env steps, one chart per env and split (train, seen,
+   unseen), one line per algorithm; with several seeds of an algorithm the line is the mean at each
+   iteration and the band spans min..max over seeds. Drawn as inline SVG.
+2. **Results**: methods × (env, split) with 95% intervals: an eval's cluster-bootstrap interval, or
+   for training runs the Wilson interval of the last eval's episodes pooled over seeds; then every
+   eval's details (macro success, pass@k, return, steps, invalid rate, model hash).
+3. **Trajectories**: pick a trajectory; each step shows the observation (images inline), the
+   response, the parsed action, validity and reward; for SEED runs the skill the teacher saw and a
+   per-token heat map of teacher - student logprob (blue: the teacher likes the token more, red:
+   less; hover for values).
+
+Everything (CSS, JS, images) is inline, so the file can be mailed or attached to a paper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seed_gym.trajlog import read_jsonl, trajectory_files
+
+SPLITS = ("train", "seen", "unseen")
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+# --- loading ---------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """A training run or an eval folder."""
+
+    path: Path
+    kind: str  # "train" | "eval"
+    env: str
+    method: str
+    seed: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return self.path.name
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "metrics.jsonl").is_file() or (path / "results.json").is_file()
+
+
+def discover(paths: list[str | Path]) -> list[Path]:
+    """Run and eval folders among ``paths`` and (two levels of) their subfolders."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            raise SystemExit(f"seed-gym report: {p} is not a folder")
+        if _is_run(p):
+            found.append(p)
+            continue
+        below = sorted(q for q in p.glob("*") if q.is_dir() and _is_run(q))
+        below += sorted(q for q in p.glob("*/*") if q.is_dir() and _is_run(q))
+        if not below:
+            raise SystemExit(
+                f"seed-gym report: {p} holds no run (metrics.jsonl) or eval (results.json)"
+            )
+        found.extend(below)
+    return list(dict.fromkeys(found))
+
+
+def load_run(path: Path) -> Run:
+    if (path / "metrics.jsonl").is_file():
+        config = {}
+        if (path / "config.json").is_file():
+            config = json.loads((path / "config.json").read_text())
+        algo = config.get("algo", "?")
+        return Run(
+            path=path,
+            kind="train",
+            env=config.get("env", "?"),
+            method=algo,
+            seed=config.get("seed"),
+            config=config,
+            metrics=read_jsonl(path / "metrics.jsonl"),
+        )
+    results = json.loads((path / "results.json").read_text())
+    info = results.get("policy_info") or {}
+    method = results.get("policy", "?")
+    if method.startswith("openai:") and info.get("model"):
+        method = f"openai:{info['model']}"
+    return Run(
+        path=path,
+        kind="eval",
+        env=results.get("env_id", "?"),
+        method=method,
+        seed=results.get("seed"),
+        config=results.get("config", {}),
+        results=results,
+    )
+
+
+# --- curves ----------------------------------------------------------------------------------------
+def env_steps(metrics: list[dict[str, Any]]) -> list[float]:
+    """Cumulative env steps after each metrics line (``rollout/env_steps`` when the trainer logs
+    it, else episodes x mean episode length; lines without rollouts add none)."""
+    total, out = 0.0, []
+    for m in metrics:
+        if "rollout/env_steps" in m:
+            total += float(m["rollout/env_steps"])
+        elif "rollout/episodes" in m and "rollout/episode_len" in m:
+            total += float(m["rollout/episodes"]) * float(m["rollout/episode_len"])
+        out.append(total)
+    return out
+
+
+def curve_points(run: Run, split: str) -> list[tuple[int, float, float]]:
+    """(iteration, env steps, success) of one run on ``split``."""
+    key = "rollout/success" if split == "train" else f"eval/{split}/success"
+    steps = env_steps(run.metrics)
+    return [
+        (int(m.get("iteration", i)), steps[i], float(m[key]))
+        for i, m in enumerate(run.metrics)
+        if key in m and m[key] is not None
+    ]
+
+
+def aggregate(runs: list[Run], split: str) -> list[dict[str, float]]:
+    """Mean over seeds at each iteration: x = mean env steps, y = mean success, band = min..max."""
+    by_it: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for run in runs:
+        for it, x, y in curve_points(run, split):
+            by_it[it].append((x, y))
+    out = []
+    for it in sorted(by_it):
+        xs, ys = zip(*by_it[it], strict=True)
+        out.append(
+            {
+                "iteration": it,
+                "x": sum(xs) / len(xs),
+                "y": sum(ys) / len(ys),
+                "lo": min(ys),
+                "hi": max(ys),
+                "n": len(ys),
+            }
+        )
+    return out
+
+
+def _nice_max(v: float) -> float:
+    if v <= 0:
+        return 1.0
+    mag = 10 ** math.floor(math.log10(v))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * mag >= v:
+            return m * mag
+    return 10 * mag
+
+
+def svg_chart(
+    series: dict[str, list[dict[str, float]]],
+    *,
+    title: str,
+    env: str,
+    split: str,
+    colors: dict[str, str],
+    x_label: str = "env steps",
+    y_label: str = "success",
+    width: int = 440,
+    height: int = 280,
+) -> str:
+    """One line chart (success in [0, 1] vs env steps) as an SVG element."""
+    ml, mr, mt, mb = 48, 12, 26, 40
+    pw, ph = width - ml - mr, height - mt - mb
+    x_max = _nice_max(max((p["x"] for pts in series.values() for p in pts), default=1.0))
+
+    def sx(x: float) -> float:
+        return ml + pw * (x / x_max)
+
+    def sy(y: float) -> float:
+        return mt + ph * (1.0 - max(0.0, min(1.0, y)))
+
+    e = html.escape
+    parts = [
+        f'<svg class="curve" data-env="{e(env)}" data-split="{e(split)}" '
+        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">',
+        f'<text x="{ml}" y="16" class="title">{e(title)}</text>',
+        f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="frame"/>',
+    ]
+    for i in range(6):  # y grid at 0, 0.2, ..., 1
+        y = i / 5
+        parts.append(
+            f'<line x1="{ml}" x2="{ml + pw}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="grid"/>'
+        )
+        parts.append(
+            f'<text x="{ml - 6}" y="{sy(y) + 4:.1f}" class="tick" text-anchor="end">{y:.1f}</text>'
+        )
+    for i in range(5):
+        x = x_max * i / 4
+        parts.append(
+            f'<text x="{sx(x):.1f}" y="{mt + ph + 16}" class="tick" text-anchor="middle">'
+            f"{x:,.0f}</text>"
+        )
+    parts.append(
+        f'<text x="{ml + pw / 2}" y="{height - 6}" class="axis" text-anchor="middle">{e(x_label)}</text>'
+        f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" '
+        f'transform="rotate(-90 12 {mt + ph / 2})">{e(y_label)}</text>'
+    )
+    for k, (method, pts) in enumerate(sorted(series.items())):
+        if not pts:
+            continue
+        color = colors[method]
+        if any(p["n"] > 1 for p in pts):
+            upper = " ".join(f"{sx(p['x']):.1f},{sy(p['hi']):.1f}" for p in pts)
+            lower = " ".join(f"{sx(p['x']):.1f},{sy(p['lo']):.1f}" for p in reversed(pts))
+            parts.append(
+                f'<polygon class="band" points="{upper} {lower}" fill="{color}" fill-opacity="0.15"/>'
+            )
+        d = " ".join(
+            f"{'M' if i == 0 else 'L'}{sx(p['x']):.1f},{sy(p['y']):.1f}" for i, p in enumerate(pts)
+        )
+        parts.append(
+            f'<path class="series" data-method="{e(method)}" data-points="{len(pts)}" d="{d}" '
+            f'stroke="{color}" fill="none" stroke-width="2"/>'
+        )
+        for p in pts:
+            tip = (
+                f"{method}: iteration {p['iteration']}, {p['x']:,.0f} env steps, success "
+                f"{p['y']:.3f} (seeds: {p['n']}, range {p['lo']:.3f}..{p['hi']:.3f})"
+            )
+            parts.append(
+                f'<circle cx="{sx(p["x"]):.1f}" cy="{sy(p["y"]):.1f}" r="3" fill="{color}">'
+                f"<title>{e(tip)}</title></circle>"
+            )
+        ly = mt + 12 + 14 * k
+        parts.append(
+            f'<line x1="{ml + 8}" x2="{ml + 24}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" '
+            f'stroke-width="2"/><text x="{ml + 28}" y="{ly}" class="legend">{e(method)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def curves_section(runs: list[Run], colors: dict[str, str]) -> str:
+    train = [r for r in runs if r.kind == "train"]
+    if not train:
+        return "<p class='empty'>No training runs given: no learning curves.</p>"
+    blocks = []
+    for env in sorted({r.env for r in train}):
+        charts = []
+        for split in SPLITS:
+            series = {}
+            for method in sorted({r.method for r in train if r.env == env}):
+                group = [r for r in train if r.env == env and r.method == method]
+                pts = aggregate(group, split)
+                if pts:
+                    series[method] = pts
+            if series:
+                charts.append(
+                    svg_chart(series, title=f"{split}", env=env, split=split, colors=colors)
+                )
+        if charts:
+            blocks.append(
+                f'<div class="env-curves"><h3>{html.escape(env)}</h3>'
+                f'<div class="charts">{"".join(charts)}</div></div>'
+            )
+    note = (
+        "<p class='note'>Success vs cumulative env steps. <b>train</b>: the training rollouts "
+        "(sampled); <b>seen</b> / <b>unseen</b>: periodic greedy evals. Lines are means over "
+        "seeds at each iteration; bands span min..max over seeds.</p>"
+    )
+    return note + "".join(blocks)
+
+
+# --- tables ----------------------------------------------------------------------------------------
+def wilson(successes: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, center - half), min(1.0, center + half))
+
+
+def result_cells(runs: list[Run]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(method, env, split) -> success, interval, episodes, runs, interval kind."""
+    cells: dict[tuple[str, str, str], dict[str, Any]] = {}
+    pooled: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
+    for run in runs:
+        if run.kind == "eval":
+            r = run.results or {}
+            boot = (r.get("bootstrap") or {}).get("ci95", {}).get("success")
+            cells[(run.method, run.env, r.get("split", "?"))] = {
+                "success": r.get("success_rate", 0.0),
+                "ci": boot or r.get("success_ci95") or [0.0, 1.0],
+                "episodes": r.get("episodes", 0),
+                "runs": 1,
+                "how": "bootstrap" if boot else "wilson",
+                "k": r.get("k", 1),
+            }
+            continue
+        for split in ("seen", "unseen"):
+            key = f"eval/{split}/success"
+            last = [m for m in run.metrics if key in m]
+            if not last:
+                continue
+            m = last[-1]
+            n = float(m.get(f"eval/{split}/episodes", 0.0))
+            acc = pooled[(run.method, run.env, split)]
+            acc[0] += float(m[key]) * n
+            acc[1] += n
+            acc[2] += 1
+    for key, (succ, n, k) in pooled.items():
+        cells[key] = {
+            "success": succ / n if n else 0.0,
+            "ci": list(wilson(round(succ), n)),
+            "episodes": int(n),
+            "runs": k,
+            "how": "wilson, pooled over seeds",
+            "k": 1,
+        }
+    return cells
+
+
+def results_table(runs: list[Run]) -> str:
+    cells = result_cells(runs)
+    if not cells:
+        return "<p class='empty'>No evaluation results.</p>"
+    cols = sorted(
+        {(env, split) for _, env, split in cells},
+        key=lambda c: (c[0], SPLITS.index(c[1]) if c[1] in SPLITS else 9),
+    )
+    methods = sorted({m for m, _, _ in cells})
+    e = html.escape
+    head = "".join(
+        f"<th>{e(env)}<br><span class='split'>{e(split)}</span></th>" for env, split in cols
+    )
+    rows = []
+    for method in methods:
+        tds = []
+        for env, split in cols:
+            c = cells.get((method, env, split))
+            if c is None:
+                tds.append("<td class='na'>-</td>")
+                continue
+            lo, hi = c["ci"]
+            tip = f"{c['episodes']} episodes, {c['runs']} run(s), interval: {c['how']}"
+            tds.append(
+                f"<td class='cell' title='{e(tip)}'><b>{c['success']:.3f}</b> "
+                f"<span class='ci'>[{lo:.3f}, {hi:.3f}]</span>"
+                f"<span class='n'>n={c['episodes']}{' x' + str(c['runs']) if c['runs'] > 1 else ''}"
+                "</span></td>"
+            )
+        rows.append(
+            f"<tr class='method-row'><th class='method'>{e(method)}</th>{''.join(tds)}</tr>"
+        )
+    return (
+        "<table class='results'><thead><tr><th>method</th>"
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table><p class='note'>Success with 95% intervals (hover a cell for how it "
+        "was computed). Eval folders: cluster bootstrap over tasks; training runs: Wilson interval "
+        "of the last eval's episodes, pooled over seeds (n = episodes x runs).</p>"
+    )
+
+
+def eval_details(runs: list[Run]) -> str:
+    evals = [r for r in runs if r.kind == "eval" and r.results]
+    if not evals:
+        return ""
+    e = html.escape
+    rows = []
+    for run in evals:
+        r = run.results
+        ci = (r.get("bootstrap") or {}).get("ci95", {})
+
+        def fmt(name: str, value: float | None, key: str = "", r_=ci) -> str:
+            if value is None:
+                return "<td>-</td>"
+            lo_hi = r_.get(key or name)
+            extra = f" <span class='ci'>[{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]</span>" if lo_hi else ""
+            return f"<td>{value:.3f}{extra}</td>"
+
+        passes = ", ".join(f"@{j}: {v:.3f}" for j, v in (r.get("pass_at_k") or {}).items())
+        model = (r.get("policy_info") or {}).get("model_sha256")
+        rows.append(
+            "<tr class='eval-row'>"
+            f"<td>{e(run.label)}</td><td>{e(run.env)}</td><td>{e(r.get('split', '?'))}</td>"
+            f"<td>{e(run.method)}</td><td>{r.get('episodes', 0)}</td><td>{r.get('k', 1)}</td>"
+            + fmt("success", r.get("success_rate"))
+            + fmt("macro", r.get("macro_success_rate"), "macro_success")
+            + f"<td>{e(passes)}</td>"
+            + fmt("return", r.get("mean_return"))
+            + fmt("steps", r.get("mean_steps"))
+            + fmt("invalid", r.get("invalid_action_rate"), "invalid_rate")
+            + f"<td><code>{e((model or '-')[:12])}</code></td></tr>"
+        )
+    return (
+        "<h3>Eval details</h3><table class='details'><thead><tr><th>folder</th><th>env</th>"
+        "<th>split</th><th>policy</th><th>episodes</th><th>k</th><th>success</th><th>macro</th>"
+        "<th>pass@k</th><th>return</th><th>steps</th><th>invalid</th><th>model sha256</th></tr>"
+        "</thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+def runs_table(runs: list[Run]) -> str:
+    train = [r for r in runs if r.kind == "train"]
+    if not train:
+        return ""
+    e = html.escape
+    rows = []
+    for r in train:
+        c = r.config
+        last = r.metrics[-1]["iteration"] if r.metrics else 0
+        steps = env_steps(r.metrics)[-1] if r.metrics else 0
+        rows.append(
+            f"<tr class='run-row'><td>{e(r.label)}</td><td>{e(r.env)}</td><td>{e(r.method)}</td>"
+            f"<td>{r.seed}</td><td>{e(str(c.get('model', '?')))}</td><td>{last}</td>"
+            f"<td>{steps:,.0f}</td><td>{c.get('tasks_per_iter', '?')} x {c.get('group_size', '?')}</td></tr>"
+        )
+    return (
+        "<h3>Training runs</h3><table class='details'><thead><tr><th>folder</th><th>env</th>"
+        "<th>algo</th><th>seed</th><th>model</th><th>iterations</th><th>env steps</th>"
+        "<th>B x G</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+# --- trajectory viewer -----------------------------------------------------------------------------
+HEAT_CLIP = 2.0  # nats: |teacher - student| at or beyond this gets the full colour
+
+
+def heat_color(delta: float) -> str:
+    a = min(1.0, abs(delta) / HEAT_CLIP) * 0.85
+    return f"rgba(33,102,172,{a:.3f})" if delta >= 0 else f"rgba(178,24,43,{a:.3f})"
+
+
+def render_tokens(step: dict[str, Any]) -> str:
+    e = html.escape
+    tokens, student, teacher = (
+        step.get("tokens"),
+        step.get("logprobs"),
+        step.get("teacher_logprobs"),
+    )
+    if tokens and teacher is not None and student is not None:
+        spans = []
+        for tok, s, t in zip(tokens, student, teacher, strict=False):
+            d = t - s
+            tip = f"teacher - student = {d:+.3f} (teacher {t:.3f}, student {s:.3f})"
+            spans.append(
+                f'<span class="tok heat" data-delta="{d:.4f}" style="background:{heat_color(d)}" '
+                f'title="{e(tip)}">{e(tok)}</span>'
+            )
+        return '<div class="tokens heatmap">' + "".join(spans) + "</div>"
+    if tokens and student is not None:
+        spans = [
+            f'<span class="tok" title="student logprob {s:.3f}">{e(tok)}</span>'
+            for tok, s in zip(tokens, student, strict=False)
+        ]
+        return '<div class="tokens">' + "".join(spans) + "</div>"
+    return f'<pre class="response-text">{e(step.get("response", ""))}</pre>'
+
+
+def render_trajectory(i: int, t: dict[str, Any], source: str) -> str:
+    e = html.escape
+    head = (
+        f"<div class='traj-head'><b>{e(t.get('traj_id', ''))}</b> · task <code>"
+        f"{e(str(t.get('task_id', '')))}</code> ({e(t.get('task_type', '') or '-')}) · seed "
+        f"{t.get('seed')} · {'<span class=won>won</span>' if t.get('won') else '<span class=lost>lost</span>'}"
+        f" · return {t.get('return', 0.0):+.2f} · {len(t.get('steps', []))} steps · from "
+        f"<code>{e(source)}</code></div>"
+        f"<div class='task'>{e(t.get('task', ''))}</div>"
+    )
+    if t.get("skill"):
+        head += (
+            "<div class='skill'><b>Skill the teacher saw:</b> "
+            f"<span class='skill-text'>{e(t['skill'])}</span>"
+            + (
+                f"<div class='summary'>summary: {e(t['skill_summary'])}</div>"
+                if t.get("skill_summary")
+                else ""
+            )
+            + "</div>"
+        )
+    steps = []
+    for j, s in enumerate(t.get("steps", [])):
+        imgs = "".join(
+            f'<img class="obs-img" src="{e(u)}" alt="observation image {k}">'
+            for k, u in enumerate(s.get("images") or [])
+            if isinstance(u, str) and u.startswith("data:image/")
+        )
+        gap = ""
+        if s.get("teacher_logprobs") is not None and s.get("logprobs"):
+            d = [a - b for a, b in zip(s["teacher_logprobs"], s["logprobs"], strict=False)]
+            gap = f" · mean teacher - student {sum(d) / max(1, len(d)):+.3f}"
+        steps.append(
+            f"<div class='step' data-step='{j}'>"
+            f"<div class='step-meta'>step {j + 1} · action <code class='action'>"
+            f"{e(str(s.get('action')) if s.get('action') is not None else '(invalid)')}</code> · "
+            f"{'valid' if s.get('valid') else '<span class=invalid>invalid</span>'} · reward "
+            f"<span class='reward'>{s.get('reward', 0.0):+.2f}</span>{gap}</div>"
+            f"<div class='obs'><pre>{e(s.get('observation', ''))}</pre>{imgs}</div>"
+            f"<div class='response'>{render_tokens(s)}</div></div>"
+        )
+    return (
+        f"<section class='traj' id='traj-{i}' data-index='{i}'{' hidden' if i else ''}>"
+        + head
+        + "".join(steps)
+        + "</section>"
+    )
+
+
+def collect_trajectories(runs: list[Run], per_run: int) -> list[tuple[str, dict[str, Any]]]:
+    """Up to ``per_run`` trajectories of each run, newest iteration first, SEED-annotated and won
+    ones first within it (the interesting ones)."""
+    out = []
+    for run in runs:
+        files = trajectory_files(run.path)
+        picked: list[tuple[str, dict[str, Any]]] = []
+        for f in reversed(files):
+            trajs = read_jsonl(f)
+            trajs.sort(key=lambda t: (t.get("skill") is None, not t.get("won")))
+            picked += [(f"{run.label}/{f.name}", t) for t in trajs]
+            if len(picked) >= per_run:
+                break
+        out += picked[:per_run]
+    return out
+
+
+def viewer_section(runs: list[Run], per_run: int) -> str:
+    trajs = collect_trajectories(runs, per_run)
+    if not trajs:
+        return (
+            "<p class='empty'>No trajectory files (RUN_DIR/trajectories/*.jsonl; "
+            "<code>seed-gym eval --save-trajectories</code> writes them).</p>"
+        )
+    e = html.escape
+    options = "".join(
+        f"<option value='{i}'>{e(src)} · {e(t.get('traj_id', ''))} · "
+        f"{'won' if t.get('won') else 'lost'}{' · skill' if t.get('skill') else ''}</option>"
+        for i, (src, t) in enumerate(trajs)
+    )
+    legend = (
+        "<div class='legend-heat'>token heat map: "
+        f"<span class='tok heat' style='background:{heat_color(-HEAT_CLIP)}'>teacher lower</span>"
+        "<span class='tok'>equal</span>"
+        f"<span class='tok heat' style='background:{heat_color(HEAT_CLIP)}'>teacher higher</span>"
+        f" (full colour at |teacher - student| >= {HEAT_CLIP:g} nats)</div>"
+    )
+    body = "".join(render_trajectory(i, t, src) for i, (src, t) in enumerate(trajs))
+    return (
+        f"<label>trajectory <select id='traj-select'>{options}</select></label>{legend}"
+        f"<div id='viewer'>{body}</div>"
+    )
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+ max-width:1400px;padding:0 16px;color:#222}
+h1{font-size:22px}h2{border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+svg.curve .frame{fill:#fff;stroke:#999}svg.curve .grid{stroke:#eee}
+svg.curve .tick{font-size:10px;fill:#555}svg.curve .axis{font-size:11px;fill:#333}
+svg.curve .title{font-size:13px;font-weight:600}svg.curve .legend{font-size:11px}
+table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:4px 8px;
+ text-align:left;vertical-align:top}thead th{background:#f5f5f5}
+.ci{color:#666;font-size:12px}.n{display:block;color:#888;font-size:11px}.split{font-weight:400;color:#666}
+.note{color:#555;font-size:12px}.empty{color:#888;font-style:italic}
+.traj-head{margin:8px 0}.task{color:#444;margin-bottom:8px}
+.skill{background:#fff8e1;border:1px solid #f0d58c;padding:6px 10px;margin:8px 0;border-radius:4px}
+.step{border:1px solid #ddd;border-radius:4px;margin:8px 0;padding:6px 10px}
+.step-meta{font-size:12px;color:#444;margin-bottom:4px}.obs pre,.response pre{white-space:pre-wrap;
+ margin:4px 0;background:#f7f7f7;padding:6px}.obs-img{max-width:240px;image-rendering:pixelated;
+ margin:4px;border:1px solid #ccc}
+.tokens{font-family:ui-monospace,Menlo,monospace;font-size:12px;white-space:pre-wrap;
+ background:#fafafa;padding:6px;line-height:1.9}
+.tok{border-radius:2px;padding:1px 0;margin-right:1px}.won{color:#2a7d2a;font-weight:600}
+.lost,.invalid{color:#b2182b;font-weight:600}.legend-heat{font-size:12px;margin:6px 0}
+.legend-heat .tok{padding:2px 6px;margin:0 4px}
+"""
+
+JS = """
+const sel=document.getElementById('traj-select');
+if(sel){sel.addEventListener('change',()=>{document.querySelectorAll('section.traj')
+ .forEach(s=>{s.hidden=(s.dataset.index!==sel.value)});});}
+"""
+
+
+def render(runs: list[Run], *, title: str = "seed-gym report", per_run: int = 12) -> str:
+    methods = sorted({r.method for r in runs})
+    colors = {m: COLORS[i % len(COLORS)] for i, m in enumerate(methods)}
+    import seed_gym
+
+    sources = "".join(f"<li><code>{html.escape(str(r.path))}</code> ({r.kind})</li>" for r in runs)
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p class='note'>seed-gym {html.escape(seed_gym.__version__)} · {len(runs)} folders</p>"
+        f"<details><summary>sources</summary><ul>{sources}</ul></details>"
+        f"<h2 id='curves'>Learning curves</h2>{curves_section(runs, colors)}"
+        f"<h2 id='results'>Results</h2>{results_table(runs)}{eval_details(runs)}{runs_table(runs)}"
+        f"<h2 id='trajectories'>Trajectories</h2>{viewer_section(runs, per_run)}"
+        f"<script>{JS}</script></body></html>"
+    )
+
+
+def disambiguate(runs: list[Run]) -> list[Run]:
+    """Name training methods by algorithm, adding the model when runs used several models."""
+    models = {str(r.config.get("model")) for r in runs if r.kind == "train"}
+    if len(models) > 1:
+        for r in runs:
+            if r.kind == "train":
+                r.method = f"{r.method} ({Path(str(r.config.get('model'))).name})"
+    return runs
+
+
+def write_report(
+    paths: list[str | Path], out: str | Path, *, title: str = "seed-gym report", per_run: int = 12
+) -> Path:
+    runs = disambiguate([load_run(p) for p in discover(paths)])
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(runs, title=title, per_run=per_run), encoding="utf-8")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="seed-gym report",
+        description="Write a static HTML report (curves, results table, trajectory viewer).",
+    )
+    p.add_argument("runs", nargs="+", help="training run / eval folders (or folders of them)")
+    p.add_argument("--out", default="report.html", help="the HTML file (default report.html)")
+    p.add_argument("--title", default="seed-gym report")
+    p.add_argument(
+        "--trajectories", type=int, default=12, help="trajectories shown per folder (default 12)"
+    )
+    args = p.parse_args(argv)
+    path = write_report(args.runs, args.out, title=args.title, per_run=args.trajectories)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
