@@ -1,0 +1,301 @@
+"""Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
+
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~1 hour, 2 cores
+    python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
+    python benchmarks/learning.py --smoke --algos grpo,prompt --out /tmp/lb # 2 iterations, tiny
+
+For every (algorithm, seed) it runs ``seed-gym train`` (one subprocess at a time, so only one model
+is ever loaded) into ``OUT/runs/<algo>-s<seed>``; a finished run is skipped when the benchmark is
+rerun, so an interrupted benchmark continues where it stopped. Every run of a configuration shares
+env, model, budget (iterations x tasks per iteration x group size) and eval tasks; only ``--algo``
+differs, and runs with the same seed see the same training tasks in the same order.
+
+Analysis (``OUT/learning.json``, printed as a table):
+- per algorithm and split (seen, unseen): success vs cumulative env steps at each eval, per seed and
+  as the mean over seeds;
+- the **paired difference at equal steps**: each run's eval curve is interpolated linearly in env
+  steps onto a common grid (the mean env steps of each eval, inside the range every run covers);
+  at each grid point the difference B - A is taken per seed (runs with the same seed are paired)
+  and averaged, with a seeded bootstrap 95% interval over seeds (with 3 seeds the interval is
+  coarse: report it, do not over-read it);
+- plots: ``OUT/learning.svg`` (seen and unseen curves) and ``OUT/report.html`` (the full
+  ``seed-gym report`` of all runs: curves, table, trajectories when the runs wrote them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart, write_report
+
+# train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
+# ``--out`` are added per run
+CONFIGS: dict[str, dict[str, Any]] = {
+    # SmolLM2-135M on EZPoints-text, 2 CPU cores: ~8-10 min per run (2 algos x 3 seeds ~ 1 hour)
+    "cpu": {
+        "preset": "smollm2-cpu",
+        "env": "seed_gym/EZPoints-v0",
+        "modality": "text",
+        "iterations": 8,
+        "tasks-per-iter": 2,
+        "group-size": 4,
+        "max-new-tokens": 64,
+        "max-turns": 4,
+        "eval-every": 2,
+        "eval-tasks": 8,
+        "eval-max-new-tokens": 64,
+        "threads": 2,
+        "seeds": [0, 1, 2],
+    },
+    # larger runs for a machine with an accelerator or many cores
+    "gpu": {
+        "preset": "smollm2-cpu",
+        "env": "seed_gym/EZPoints-v0",
+        "modality": "text",
+        "iterations": 100,
+        "tasks-per-iter": 8,
+        "group-size": 8,
+        "max-new-tokens": 128,
+        "max-turns": 8,
+        "gen-batch": 64,
+        "micro-batch": 16,
+        "eval-every": 10,
+        "eval-tasks": 64,
+        "seeds": [0, 1, 2, 3, 4],
+    },
+    # the CI version: the random tiny model, 2 iterations
+    "smoke": {
+        "preset": "tiny",
+        "env": "seed_gym/EZPoints-v0",
+        "modality": "text",
+        "iterations": 2,
+        "tasks-per-iter": 2,
+        "group-size": 2,
+        "max-new-tokens": 8,
+        "max-turns": 2,
+        "eval-every": 1,
+        "eval-tasks": 2,
+        "threads": 1,
+        "seeds": [0, 1, 2],
+    },
+}
+
+
+def train_argv(config: dict[str, Any], algo: str, seed: int, out: Path) -> list[str]:
+    argv = ["--algo", algo, "--seed", str(seed), "--out", str(out), "--no-progress"]
+    argv += ["--no-tensorboard", "--no-save-hf"]
+    for key, value in config.items():
+        if key != "seeds":
+            argv += [f"--{key}", str(value)]
+    return argv
+
+
+def finished(run_dir: Path, iterations: int, algo: str) -> bool:
+    """The run's metrics reach its last iteration (the prompt baseline logs iteration 0 only)."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return False
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    last = max((m["iteration"] for m in lines), default=-1)
+    return last >= (0 if algo == "prompt" else iterations)
+
+
+def run_all(
+    config: dict[str, Any], algos: list[str], seeds: list[int], out: Path, extra: list[str]
+) -> dict[str, float]:
+    """Train every (algo, seed) not already finished; returns wall seconds per run."""
+    times = {}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for seed in seeds:
+        for algo in algos:
+            run_dir = out / "runs" / f"{algo}-s{seed}"
+            if finished(run_dir, int(config["iterations"]), algo):
+                print(f"[skip] {run_dir.name}: finished", flush=True)
+                continue
+            resume = ["--resume"] if (run_dir / "checkpoint.pt").exists() else []
+            cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
+            cmd += train_argv(config, algo, seed, run_dir) + resume + extra
+            print(f"[run] {run_dir.name}: {' '.join(cmd[3:])}", flush=True)
+            t0 = time.perf_counter()
+            result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            times[run_dir.name] = time.perf_counter() - t0
+            if result.returncode != 0:
+                raise SystemExit(
+                    f"seed-gym train failed for {run_dir.name} (exit {result.returncode}):\n"
+                    f"{result.stderr[-3000:]}"
+                )
+            print(f"[done] {run_dir.name} in {times[run_dir.name]:.0f} s", flush=True)
+    return times
+
+
+# --- analysis --------------------------------------------------------------------------------------
+def interpolate(points: list[tuple[int, float, float]], xs: np.ndarray) -> np.ndarray:
+    """Success at env steps ``xs`` by linear interpolation of (steps, success) points."""
+    px = np.array([p[1] for p in points], dtype=float)
+    py = np.array([p[2] for p in points], dtype=float)
+    return np.interp(xs, px, py)
+
+
+def bootstrap_mean_ci(values: np.ndarray, *, seed: int = 0, n_boot: int = 2000) -> list[float]:
+    if len(values) == 0:
+        return [0.0, 0.0]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(values), size=(n_boot, len(values)))
+    means = values[draws].mean(axis=1)
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
+
+
+def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    runs = {
+        (algo, seed): load_run(out / "runs" / f"{algo}-s{seed}") for algo in algos for seed in seeds
+    }
+    result: dict[str, Any] = {"algos": algos, "seeds": seeds, "curves": {}, "paired": {}}
+    for split in SPLITS:
+        result["curves"][split] = {
+            algo: {
+                "mean": aggregate([runs[(algo, s)] for s in seeds], split),
+                "per_seed": {str(s): curve_points(runs[(algo, s)], split) for s in seeds},
+            }
+            for algo in algos
+        }
+    # paired differences of every algorithm against the first one (the baseline)
+    base = algos[0]
+    for split in ("seen", "unseen"):
+        curves = {k: curve_points(r, split) for k, r in runs.items()}
+        trained = [k for k in runs if k[0] != "prompt"]
+        if any(not curves[k] for k in runs):
+            continue
+        lo = max(curves[k][0][1] for k in trained) if trained else 0.0
+        hi = min(curves[k][-1][1] for k in trained) if trained else 0.0
+        grid_src = aggregate([runs[k] for k in trained] or list(runs.values()), split)
+        grid = np.array([p["x"] for p in grid_src if lo <= p["x"] <= hi] or [hi])
+        for algo in algos[1:]:
+            rows = []
+            for x in grid:
+                d = np.array(
+                    [
+                        float(interpolate(curves[(algo, s)], np.array([x]))[0])
+                        - float(interpolate(curves[(base, s)], np.array([x]))[0])
+                        for s in seeds
+                    ]
+                )
+                rows.append(
+                    {
+                        "env_steps": float(x),
+                        "diff": float(d.mean()),
+                        "ci95": bootstrap_mean_ci(d),
+                        "per_seed": d.tolist(),
+                    }
+                )
+            result["paired"].setdefault(split, {})[f"{algo} - {base}"] = rows
+    return result
+
+
+def print_summary(res: dict[str, Any]) -> None:
+    algos = res["algos"]
+    print(f"\nsuccess at the last eval (mean over seeds {res['seeds']}):")
+    print(f"{'split':8s} " + " ".join(f"{a:>16s}" for a in algos))
+    for split in SPLITS:
+        cells = []
+        for a in algos:
+            mean = res["curves"][split][a]["mean"]
+            cells.append(f"{mean[-1]['y']:.3f} @{mean[-1]['x']:>6.0f}" if mean else f"{'-':>16s}")
+        print(f"{split:8s} " + " ".join(f"{c:>16s}" for c in cells))
+    for split, pairs in res["paired"].items():
+        for name, rows in pairs.items():
+            print(f"\npaired difference {name} on {split} (per seed, interpolated at equal steps):")
+            for r in rows:
+                lo, hi = r["ci95"]
+                seeds = " ".join(f"{d:+.3f}" for d in r["per_seed"])
+                print(
+                    f"  {r['env_steps']:>8.0f} steps  {r['diff']:+.3f}  95% CI [{lo:+.3f}, {hi:+.3f}]"
+                    f"  seeds: {seeds}"
+                )
+
+
+def write_plot(res: dict[str, Any], path: Path, env: str) -> None:
+    from seed_gym.report import COLORS
+
+    colors = {a: COLORS[i % len(COLORS)] for i, a in enumerate(res["algos"])}
+    charts = [
+        svg_chart(
+            {
+                a: res["curves"][split][a]["mean"]
+                for a in res["algos"]
+                if res["curves"][split][a]["mean"]
+            },
+            title=f"{env} {split}",
+            env=env,
+            split=split,
+            colors=colors,
+        )
+        for split in SPLITS
+    ]
+    width = 440 * len(charts)
+    inner = "".join(f'<g transform="translate({440 * i},0)">{c}</g>' for i, c in enumerate(charts))
+    path.write_text(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="280">'
+        "<style>.frame{fill:#fff;stroke:#999}.grid{stroke:#eee}.tick{font:10px sans-serif}"
+        ".axis,.legend{font:11px sans-serif}.title{font:600 13px sans-serif}</style>"
+        f"{inner}</svg>\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", choices=sorted(CONFIGS), default="cpu")
+    p.add_argument("--smoke", action="store_true", help="the 2-iteration tiny version (CI)")
+    p.add_argument("--algos", default="grpo,seed", help="comma list; the first is the baseline")
+    p.add_argument("--seeds", default=None, help="comma list (default: the config's)")
+    p.add_argument("--out", required=True, help="output folder (runs/, learning.json, plots)")
+    p.add_argument(
+        "--train-arg",
+        action="append",
+        default=[],
+        help="extra flag for every seed-gym train call, e.g. --train-arg=--lr=3e-5 (repeatable)",
+    )
+    p.add_argument("--analyze-only", action="store_true", help="no training: re-read the runs")
+    args = p.parse_args(argv)
+    config = dict(CONFIGS["smoke" if args.smoke else args.config])
+    algos = [a for a in args.algos.split(",") if a]
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(config["seeds"])
+    if len(algos) < 2:
+        raise SystemExit("--algos needs at least two algorithms to compare")
+    from seed_gym.trainer.config import ALGOS
+
+    unknown = [a for a in algos if a not in ALGOS]
+    if unknown:
+        raise SystemExit(
+            f"seed-gym train does not know {unknown} (it accepts {sorted(ALGOS)}); "
+            "pass --algos with those"
+        )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmark_config.json").write_text(
+        json.dumps(
+            {"config": config, "algos": algos, "seeds": seeds, "extra": args.train_arg}, indent=2
+        )
+    )
+    times = {} if args.analyze_only else run_all(config, algos, seeds, out, args.train_arg)
+    res = analyze(out, algos, seeds)
+    res["config"] = config
+    res["wall_seconds"] = times
+    (out / "learning.json").write_text(json.dumps(res, indent=2) + "\n")
+    write_plot(res, out / "learning.svg", config["env"])
+    write_report([out / "runs"], out / "report.html", title=f"learning: {' vs '.join(algos)}")
+    print_summary(res)
+    print(f"\nwrote {out / 'learning.json'}, {out / 'learning.svg'} and {out / 'report.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

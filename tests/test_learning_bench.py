@@ -1,0 +1,66 @@
+"""benchmarks/learning.py --smoke: the 2-iteration tiny version of the SEED-vs-GRPO benchmark, end
+to end through ``seed-gym train`` subprocesses (``--algos grpo,prompt`` until train.py accepts
+``--algo seed``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from conftest import ROOT
+
+pytest.importorskip("transformers")
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location(
+        "learning_bench", ROOT / "benchmarks" / "learning.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_benchmark_smoke(tmp_path, capsys):
+    bench = load_bench()
+    from seed_gym.trainer.config import ALGOS
+
+    algos = "grpo,seed" if "seed" in ALGOS else "grpo,prompt"
+    args = ["--smoke", "--algos", algos, "--seeds", "0,1", "--out", str(tmp_path)]
+    assert bench.main(args) == 0
+    baseline, other = algos.split(",")
+    res = json.loads((tmp_path / "learning.json").read_text())
+    assert res["algos"] == [baseline, other] and res["seeds"] == [0, 1]
+    assert res["config"]["iterations"] == 2 and res["config"]["preset"] == "tiny"
+    for seed in (0, 1):
+        metrics = (tmp_path / "runs" / f"grpo-s{seed}" / "metrics.jsonl").read_text().splitlines()
+        assert [json.loads(m)["iteration"] for m in metrics] == [1, 2]
+        # eval after each iteration: 2 points on each split per seed
+        assert len(res["curves"]["unseen"]["grpo"]["per_seed"][str(seed)]) == 2
+    for split in ("seen", "unseen"):
+        rows = res["paired"][split][f"{other} - {baseline}"]
+        assert rows and all(len(r["per_seed"]) == 2 for r in rows)
+        for r in rows:
+            assert r["diff"] == pytest.approx(sum(r["per_seed"]) / 2)
+            assert r["ci95"][0] <= r["diff"] + 1e-12 <= r["ci95"][1] + 2e-12
+    svg = (tmp_path / "learning.svg").read_text()
+    assert svg.count('class="curve"') == 3 and 'data-method="grpo"' in svg
+    html = (tmp_path / "report.html").read_text()
+    assert "Learning curves" in html and "method-row" in html
+    out = capsys.readouterr().out
+    assert "paired difference" in out and "success at the last eval" in out
+
+    # rerun: finished runs are skipped, the analysis is the same
+    assert bench.main(args) == 0
+    assert "[skip] grpo-s1: finished" in capsys.readouterr().out
+    again = json.loads((tmp_path / "learning.json").read_text())
+    assert again["paired"] == res["paired"]
+
+
+def test_learning_benchmark_rejects_unknown_algos(tmp_path):
+    bench = load_bench()
+    with pytest.raises(SystemExit, match="does not know"):
+        bench.main(["--smoke", "--algos", "grpo,nonsense", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="at least two"):
+        bench.main(["--smoke", "--algos", "grpo", "--out", str(tmp_path)])
