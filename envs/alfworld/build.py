@@ -334,7 +334,7 @@ def _run(todo: list[tuple[str, int, str]], workers: int | None, verbose: bool) -
         return
     # spawn, not fork: the parent may hold threads (pytest, torch) that fork would copy mid-flight
     with mp.get_context("spawn").Pool(workers) as pool:
-        for item, rec in zip(todo, pool.imap(build_one, todo, chunksize=4)):
+        for item, rec in zip(todo, pool.imap(build_one, todo, chunksize=4), strict=True):
             yield tick(rec, item[0])
 
 

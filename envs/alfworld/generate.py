@@ -345,7 +345,7 @@ def mangle(name: str) -> str:
 
 
 def _loc_name(loc: tuple[int, int, int, int]) -> str:
-    return mangle("loc|%d|%d|%d|%d" % loc)
+    return mangle("loc|" + "|".join(str(v) for v in loc))
 
 
 def sample_problem(scene: Scene, spec: TaskSpec, seed: int) -> Problem:
