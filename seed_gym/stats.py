@@ -376,4 +376,3 @@ def compare_main(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     return compare_main(argv)
-
