@@ -56,12 +56,13 @@ from seed_gym.envs.alfworld.layout import SPLIT_DIRS
 from seed_gym.splits import content_hash
 
 TRAIN_ENV_VAR = "SEED_GYM_ALFWORLD_TRAIN"
-DEFAULT_TRAIN = 480
+DEFAULT_TRAIN = 360
 FULL_TRAIN = 3553
 SPLIT_SIZES = {"seen": 140, "unseen": 134}
 UNSEEN_FLOOR_PLANS = (10, 219, 308, 424)  # ALFRED's valid_unseen scenes
 SEEN_POOL = 240  # seen games reuse floor plans of the first SEEN_POOL train games
 MAX_DRAWS = 40
+CHECKPOINT_EVERY = 25
 _SPLIT_SALT = {"train": 11, "seen": 23, "unseen": 37}
 
 
@@ -279,34 +280,11 @@ def build_suite(
                 file=sys.stderr,
                 flush=True,
             )
-        for rec in _run(todo, workers, verbose):
+        for n, rec in enumerate(_run(todo, workers, verbose), 1):
             have[rec.pop("split")][rec["index"]] = rec
-        splits = {}
-        for s in SPLIT_DIRS:
-            games = [have[s][i] for i in sorted(have[s])]
-            ids = [g["task_id"] for g in games[: want[s]]]
-            splits[s] = {
-                "dir": SPLIT_DIRS[s],
-                "n": len(games),
-                "sha256": content_hash(ids),
-                "task_types": dict(sorted(Counter(g["task_type"] for g in games).items())),
-                "floor_plans": sorted({g["floor_plan"] for g in games}, key=lambda f: int(f[9:])),
-                "rejected_draws": sum(g["rejected"] for g in games),
-                "games": games,
-            }
-        write_json_atomic(
-            root / "manifest.json",
-            {
-                "generator": GENERATOR_VERSION,
-                "versions": _versions(),
-                "domain_sha256": _sha(domain_text()),
-                "grammar_sha256": _sha(grammar_text()),
-                "unseen_floor_plans": [f"FloorPlan{n}" for n in UNSEEN_FLOOR_PLANS],
-                "seen_pool": SEEN_POOL,
-                "build_seconds": round(time.time() - start, 1),
-                "splits": splits,
-            },
-        )
+            if n % CHECKPOINT_EVERY == 0:  # an interrupted build resumes from here
+                _write_manifest(root, have, want, time.time() - start)
+        _write_manifest(root, have, want, time.time() - start)
         if verbose:
             print(
                 f"[seed-gym] ALFWorld suite ready in {time.time() - start:.0f} s",
@@ -314,6 +292,37 @@ def build_suite(
                 flush=True,
             )
     return root
+
+
+def _write_manifest(
+    root: Path, have: dict[str, dict[int, dict]], want: dict[str, int], seconds: float
+) -> None:
+    splits = {}
+    for s in SPLIT_DIRS:
+        games = [have[s][i] for i in sorted(have[s])]
+        ids = [g["task_id"] for g in games[: want[s]]]
+        splits[s] = {
+            "dir": SPLIT_DIRS[s],
+            "n": len(games),
+            "sha256": content_hash(ids),
+            "task_types": dict(sorted(Counter(g["task_type"] for g in games).items())),
+            "floor_plans": sorted({g["floor_plan"] for g in games}, key=lambda f: int(f[9:])),
+            "rejected_draws": sum(g["rejected"] for g in games),
+            "games": games,
+        }
+    write_json_atomic(
+        root / "manifest.json",
+        {
+            "generator": GENERATOR_VERSION,
+            "versions": _versions(),
+            "domain_sha256": _sha(domain_text()),
+            "grammar_sha256": _sha(grammar_text()),
+            "unseen_floor_plans": [f"FloorPlan{n}" for n in UNSEEN_FLOOR_PLANS],
+            "seen_pool": SEEN_POOL,
+            "build_seconds": round(seconds, 1),
+            "splits": splits,
+        },
+    )
 
 
 def _run(todo: list[tuple[str, int, str]], workers: int | None, verbose: bool) -> Iterator[dict]:

@@ -185,10 +185,7 @@ class Engine:
             return list(self._pddl._pddl_state.replan(self._pddl._entity_infos))
 
     def close(self) -> None:
-        lib = getattr(self._pddl, "downward_lib", None)
-        if lib is not None:
-            import fast_downward
-
-            with contextlib.suppress(Exception):
-                fast_downward.close_lib(lib)
-            self._pddl.downward_lib = None
+        # Drop the engine; never dlclose its fast-downward copy: ctypes handles into it may
+        # outlive this object, and calling into an unloaded library segfaults.
+        self._state = None
+        self._plan = None

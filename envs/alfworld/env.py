@@ -51,7 +51,7 @@ class ALFWorldEnv(SeedEnv):
         ``terminated`` when the task is done; ``truncated`` after 50 steps (registry TimeLimit).
 
     Splits:
-        ``train`` (generated: ``$SEED_GYM_ALFWORLD_TRAIN`` games, default 480, ``full`` = 3,553),
+        ``train`` (generated: ``$SEED_GYM_ALFWORLD_TRAIN`` games, default 360, ``full`` = 3,553),
         ``seen`` (140 held-out games in train floor plans), ``unseen`` (134 games in ALFRED's
         valid_unseen floor plans, never in train). With real data: ``train`` / ``valid_seen`` /
         ``valid_unseen`` of ``json_2.1.1``.
