@@ -123,7 +123,7 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=192)
     ap.add_argument("--resp-len", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch default)")
     ap.add_argument("--iteration", action="store_true", help="also time one smollm2-cpu iteration")
     ap.add_argument("--env", default="seed_gym/Sokoban-v0")
     args = ap.parse_args()
