@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from seed_gym.trainer.analyzer import (
     ANALYZER_INSTRUCTION,
     Skill,
