@@ -5,8 +5,8 @@ Point either at the folder ``alfworld-download`` fills (it holds ``json_2.1.1/``
 ``valid_unseen``. Without either, the env uses the generated suite (``build.py``).
 
 ``import alfworld`` sets ``$ALFWORLD_DATA`` to ``~/.cache/alfworld`` when it is unset, so the
-user's own value is captured when this module is imported (before alfworld is), and alfworld's
-default folder counts only if it really holds games.
+user's own value is captured when this module is imported (if alfworld is not imported yet), and
+alfworld's default folder counts only if it really holds games.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def data_dir_from_env() -> Path | None:
     if not value:
         return None
     path = Path(value).expanduser()
-    if _USER_VALUE is None and path == _ALFWORLD_DEFAULT and not (path / "json_2.1.1").is_dir():
-        return None  # alfworld's import set it, and nothing was ever downloaded there
+    if path == _ALFWORLD_DEFAULT and not (path / "json_2.1.1").is_dir():
+        return None  # alfworld's import sets this default; nothing was ever downloaded there
     return path
 
 
