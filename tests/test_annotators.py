@@ -175,7 +175,17 @@ def test_privileged_annotator_input_errors():
 @pytest.fixture(scope="module")
 def server():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "seed_gym.trainer.openai_server", "--model", "tiny", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "seed_gym.trainer.openai_server",
+            "--model",
+            "tiny",
+            "--port",
+            "0",
+            "--threads",
+            "1",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -158,7 +158,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--served-model-name", default=None)
     parser.add_argument("--max-tokens-limit", type=int, default=4096)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads (1 is fastest on a busy 2-core box)",
+    )
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     from seed_gym.trainer.models import load_policy
 
