@@ -259,3 +259,16 @@ def test_accelerated_engine_is_identical_to_bare_textworld(tmp_path):
         assert frame.won == state["won"]
         assert frame.valid == (i % 4 != 0)
     ours.close()
+
+
+def test_train_size_setting(monkeypatch):
+    monkeypatch.delenv(build.TRAIN_ENV_VAR, raising=False)
+    assert build.default_train_size() == build.DEFAULT_TRAIN
+    monkeypatch.setenv(build.TRAIN_ENV_VAR, "full")
+    assert build.default_train_size() == build.FULL_TRAIN == 3553
+    monkeypatch.setenv(build.TRAIN_ENV_VAR, "1200")
+    assert build.default_train_size() == 1200
+    for bad in ("0", "lots"):
+        monkeypatch.setenv(build.TRAIN_ENV_VAR, bad)
+        with pytest.raises(ValueError, match=build.TRAIN_ENV_VAR):
+            build.default_train_size()

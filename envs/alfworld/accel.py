@@ -26,6 +26,7 @@ import copy
 import hashlib
 import pickle
 import sys
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -127,6 +128,9 @@ class _FastDownwardProxy:
 _TEMPLATES = _LRU(4096)
 _QUERIES = _LRU(4096)
 _DEFAULT_CACHE = TranslationCache()
+# The swap is process-global, and textworld's translator swaps sys.stdout itself: engines in
+# several threads take turns (an RLock, so nested use in one thread is fine).
+_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -137,26 +141,27 @@ def accelerated(cache: TranslationCache | None = None) -> Iterator[None]:
     from textworld.logic import Rule
 
     cache = cache or _DEFAULT_CACHE
-    orig_parse = textgen._parse_and_convert
-    orig_query = Rule.__dict__["parse_conjunctive_query"]
-    orig_fd = pddl_logic.fast_downward
+    with _LOCK:
+        orig_parse = textgen._parse_and_convert
+        orig_query = Rule.__dict__["parse_conjunctive_query"]
+        orig_fd = pddl_logic.fast_downward
 
-    def parse_and_convert(text, rule_name="symbols", trace=False, **kw):
-        key = (text, rule_name, tuple(sorted(kw.items())))
-        parsed = _TEMPLATES.get_or(
-            key, lambda: orig_parse(text, rule_name=rule_name, trace=trace, **kw)
-        )
-        return copy.deepcopy(parsed)
+        def parse_and_convert(text, rule_name="symbols", trace=False, **kw):
+            key = (text, rule_name, tuple(sorted(kw.items())))
+            parsed = _TEMPLATES.get_or(
+                key, lambda: orig_parse(text, rule_name=rule_name, trace=trace, **kw)
+            )
+            return copy.deepcopy(parsed)
 
-    def parse_conjunctive_query(cls, expr):
-        return _QUERIES.get_or(expr, lambda: orig_query.__func__(cls, expr))
+        def parse_conjunctive_query(cls, expr):
+            return _QUERIES.get_or(expr, lambda: orig_query.__func__(cls, expr))
 
-    textgen._parse_and_convert = parse_and_convert
-    Rule.parse_conjunctive_query = classmethod(parse_conjunctive_query)
-    pddl_logic.fast_downward = _FastDownwardProxy(orig_fd, cache)
-    try:
-        yield
-    finally:
-        textgen._parse_and_convert = orig_parse
-        Rule.parse_conjunctive_query = orig_query
-        pddl_logic.fast_downward = orig_fd
+        textgen._parse_and_convert = parse_and_convert
+        Rule.parse_conjunctive_query = classmethod(parse_conjunctive_query)
+        pddl_logic.fast_downward = _FastDownwardProxy(orig_fd, cache)
+        try:
+            yield
+        finally:
+            textgen._parse_and_convert = orig_parse
+            Rule.parse_conjunctive_query = orig_query
+            pddl_logic.fast_downward = orig_fd
