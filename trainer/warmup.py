@@ -1,0 +1,499 @@
+"""Format warm-up: behaviour cloning on oracle demonstrations before RL (optional, off by default).
+
+Why: SmolLM2-135M-Instruct, the model that runs on a CPU, never writes the agent format
+(``<think>…</think><action>…</action>``): every completion is invalid, every episode of a GRPO
+group gets the same return, and RL has no signal. SEED.md's setup needs no such step (its 3B model
+follows the format from the prompt alone), so this is a departure, made only to give small models
+something to learn from. It is off unless ``--format-warmup-episodes N`` is set.
+
+What it does:
+1. ``demonstrations`` plays the env's oracle (``env.unwrapped.oracle_action()``) through the agent
+   env (``seed_gym.make_agent_env``, the same prompts the policy reads) and records one row per
+   step: ``{"messages": prompt chat, "completion": <think>…</think> + action}``. The reasoning is
+   short and generic: it restates what the observation shows (positions on the Sokoban grid, the
+   card values in EZPoints, the task in ALFWorld/WebShop, the query in SearchQA) and names the
+   action; it never reveals privileged information beyond the action itself. A fraction
+   ``noise`` of steps takes (and records) a random admissible action instead, so the cloned policy
+   is a noisy expert and RL has room to improve. Every completion is stepped through the agent env,
+   so a row exists only if the env's own parser accepted it.
+2. ``format_warmup`` fine-tunes on the rows with the loss on completion tokens only (the answer-only
+   SFT of ``trainer/sft.py``).
+3. ``build_warmup_model`` caches the warmed model as a Hugging Face folder under
+   ``seed_gym.data.cache_dir("models", ...)``, keyed by env, base model, every setting and the
+   transformers version; ``seed-gym train`` loads it in place of the base model.
+
+    python -m seed_gym.trainer.warmup --env seed_gym/Sokoban-v0 --episodes 24   # prints the folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# bump when demonstrations or training change, so old cached models are not reused
+WARMUP_VERSION = 1
+
+
+# --- the reasoning shown before each action -----------------------------------------------------
+@dataclass(frozen=True)
+class Step:
+    """What a formatter may look at: the visible observation, the task and the chosen action."""
+
+    env_id: str
+    anchor: str  # the raw text observation the prompt shows
+    task: str
+    action: str  # the env action (for SearchQA: the whole ``<search>``/``<answer>`` tag)
+    info: dict[str, Any]
+
+
+def _cells(grid: str, symbols: str) -> list[tuple[int, int]]:
+    rows = [line.split() for line in grid.strip().splitlines()]
+    return [(r, c) for r, row in enumerate(rows) for c, s in enumerate(row) if s in symbols]
+
+
+def _where(cells: list[tuple[int, int]]) -> str:
+    return ", ".join(f"({r}, {c})" for r, c in cells)
+
+
+def sokoban_think(step: Step) -> str:
+    """Player, boxes and targets read off the grid (row, column from the top left), then the move."""
+    grid = step.anchor
+    if "#" not in grid:  # image-only observation: nothing to read off as text
+        return f"I move {step.action}."
+    player = _cells(grid, "PS")
+    boxes = _cells(grid, "X")
+    placed = _cells(grid, "√")
+    targets = _cells(grid, "OS")
+    parts = [f"I am at {_where(player)}." if player else ""]
+    if boxes:
+        parts.append(f"Box{'es' if len(boxes) > 1 else ''} at {_where(boxes)}.")
+    if placed:
+        parts.append(f"On target: {_where(placed)}.")
+    if targets:
+        parts.append(f"Target{'s' if len(targets) > 1 else ''} at {_where(targets)}.")
+    parts.append(f"I move {step.action}.")
+    return " ".join(p for p in parts if p)
+
+
+_CARD = re.compile(r"the (\w+) of \w+")
+_FACE = {"Ace": 1, "Jack": 10, "Queen": 10, "King": 10}
+
+
+def ezpoints_think(step: Step) -> str:
+    """The card values (as the rules define them), the formula so far, the token to append."""
+    parts = []
+    cards = _CARD.findall(step.anchor)
+    if len(cards) == 2:
+        values = [_FACE.get(c, c) for c in cards]
+        parts.append(f"The cards count {values[0]} and {values[1]}.")
+    formula = re.search(r"Formula:(.*)", step.anchor)
+    so_far = formula.group(1).strip() if formula else ""
+    parts.append(f"The formula so far is '{so_far}'." if so_far else "The formula is empty.")
+    parts.append(f"I append {step.action}.")
+    return " ".join(parts)
+
+
+def alfworld_think(step: Step) -> str:
+    return f"My task is to {step.task.rstrip('.')}. Next I {step.action}."
+
+
+def webshop_think(step: Step) -> str:
+    """Names the kind of move by the page it is made on (search, results, item)."""
+    action, page = step.action, str(step.info.get("webshop.page", ""))
+    inner = action[action.find("[") + 1 : -1] if action.endswith("]") else action
+    if action.startswith("search["):
+        return "I search for a product that matches the instruction."
+    if inner == "buy now":
+        return "The product and its options match the instruction, so I buy it."
+    if inner in ("next >", "< prev", "back to search"):
+        return f"The product I want is not on this page, so I click {inner}."
+    if page == "results":
+        return f"Product {inner} looks like what the instruction asks for, so I open it."
+    if page == "item":
+        return f"The instruction asks for {inner}, so I select it."
+    return f"Next I {action}."
+
+
+def search_think(step: Step) -> str:
+    m = re.match(r"\s*<(search|answer)>(.*)</\1>", step.action, re.DOTALL)
+    if m and m.group(1) == "search":
+        return f"I lack some knowledge, so I search for {m.group(2).strip()}."
+    if m:
+        return "The retrieved information is enough to answer the question."
+    return "I decide my next step."
+
+
+def generic_think(step: Step) -> str:
+    return f"Next I {step.action}."
+
+
+def think_action(think: str, action: str) -> str:
+    return f"<think>{think}</think><action>{action}</action>"
+
+
+def search_completion(think: str, action: str) -> str:
+    """SearchQA's action is already a ``<search>``/``<answer>`` tag; it follows the reasoning."""
+    return f"<think>{think}</think>{action}"
+
+
+# env id -> (reasoning, completion layout); unknown envs get the generic think/action pair
+FORMATTERS: dict[str, tuple[Callable[[Step], str], Callable[[str, str], str]]] = {
+    "seed_gym/Sokoban-v0": (sokoban_think, think_action),
+    "seed_gym/EZPoints-v0": (ezpoints_think, think_action),
+    "seed_gym/ALFWorld-v0": (alfworld_think, think_action),
+    "seed_gym/WebShop-v0": (webshop_think, think_action),
+    "seed_gym/SearchQA-v0": (search_think, search_completion),
+}
+
+
+def render_completion(step: Step) -> str:
+    think, layout = FORMATTERS.get(step.env_id, (generic_think, think_action))
+    return layout(think(step), step.action)
+
+
+def _still_winnable(env: Any) -> bool:
+    """False once the oracle can only flail (a Sokoban box stuck after a random push): the
+    remaining oracle actions would teach nothing."""
+    solution = getattr(env.unwrapped, "solution", None)
+    if callable(solution) and str(getattr(env.unwrapped, "env_id", "")).startswith("seed_gym/Sok"):
+        return solution() is not None
+    return True
+
+
+# --- demonstrations -----------------------------------------------------------------------------
+def demonstrations(
+    env_id: str,
+    split: str = "train",
+    n_episodes: int = 16,
+    seed: int = 0,
+    history: int | None = None,
+    modality: str | None = "text",
+    *,
+    noise: float = 0.0,
+    max_steps: int | None = None,
+) -> list[dict[str, Any]]:
+    """Oracle (plus ``noise`` random admissible actions) episodes as SFT rows.
+
+    Tasks: a seeded subset of ``n_episodes`` tasks of ``split`` (cycled if the split is smaller).
+    A random step records the random action (the cloned policy imitates a noisy expert). Each
+    completion is stepped through the agent env; one its parser rejects raises, since a formatter
+    that writes invalid output would teach the wrong format. Rows: ``{"messages", "completion",
+    "provenance": {env_id, task_id, step, source: oracle|noise}}``.
+    """
+    import seed_gym
+
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise must be in [0, 1], got {noise}")
+    if n_episodes < 0:
+        raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
+    env = seed_gym.make_agent_env(env_id, split=split, modality=modality, history=history)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), WARMUP_VERSION]))
+    spec = env.agent_spec
+    rows: list[dict[str, Any]] = []
+    try:
+        ids = list(env.unwrapped.manifest(split).task_ids)
+        order = [ids[int(i)] for i in rng.permutation(len(ids))]
+        for e in range(n_episodes):
+            task_id = order[e % len(order)]
+            obs, info = env.reset(seed=int(rng.integers(2**31)), options={"task_id": task_id})
+            for t in range(max_steps or 10**9):
+                if obs.get("images"):
+                    raise ValueError(
+                        f"the format warm-up is text-only; {env_id} gave images: pass "
+                        "modality='text'"
+                    )
+                if not _still_winnable(env):
+                    break
+                source = "oracle"
+                action = env.unwrapped.oracle_action()
+                if noise and rng.random() < noise:
+                    source = "noise"
+                    action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
+                completion = render_completion(
+                    Step(env_id, str(info["anchor"]), str(info["task"]), action, info)
+                )
+                if source == "noise" and not spec.parse(completion).valid:
+                    # a junk random action (SearchQA's sampler writes some): the oracle instead
+                    source, action = "oracle", env.unwrapped.oracle_action()
+                    completion = render_completion(
+                        Step(env_id, str(info["anchor"]), str(info["task"]), action, info)
+                    )
+                messages = [dict(m) for m in obs["messages"]]
+                obs, _, terminated, truncated, info = env.step(completion)
+                if not info["format_valid"]:
+                    raise ValueError(
+                        f"{env_id}: the warm-up completion {completion!r} does not parse under "
+                        "the env's agent spec"
+                    )
+                rows.append(
+                    {
+                        "messages": messages,
+                        "completion": completion,
+                        "provenance": {
+                            "env_id": env_id,
+                            "task_id": task_id,
+                            "episode": e,
+                            "step": t + 1,
+                            "source": source,
+                        },
+                    }
+                )
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return rows
+
+
+# --- training -----------------------------------------------------------------------------------
+def format_warmup(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    *,
+    epochs: int = 2,
+    lr: float = 5e-5,
+    micro_batch: int = 4,
+    seed: int = 0,
+    bf16: bool = False,
+    val_fraction: float = 0.1,
+    max_length: int = 4096,
+    progress: bool = False,
+) -> dict[str, float]:
+    """Fine-tune ``model`` in place on ``rows`` (answer-only loss: completion tokens and eos), one
+    AdamW step per ``micro_batch`` rows; ``val_fraction`` of the rows are held out to report the
+    completion loss before and after. Returns the statistics."""
+    from seed_gym.trainer.models import autocast
+    from seed_gym.trainer.sft import sft_train
+
+    log_fn = None
+    if progress:
+
+        def log_fn(m: dict[str, float]) -> None:
+            if "sft/loss" in m:
+                print(
+                    f"warm-up epoch {int(m['sft/epoch'])} loss {m['sft/loss']:.3f}", file=sys.stderr
+                )
+
+    t0 = time.perf_counter()
+    with autocast(bf16):
+        result = sft_train(
+            model,
+            tokenizer,
+            rows,
+            epochs=epochs,
+            lr=lr,
+            batch_size=micro_batch,
+            val_fraction=val_fraction,
+            max_length=max_length,
+            seed=seed,
+            log_fn=log_fn,
+        )
+    stats: dict[str, float] = {
+        "rows": float(len(rows)),
+        "train_rows": float(result.n_train),
+        "val_rows": float(result.n_val),
+        "skipped_rows": float(result.skipped),
+        "steps": float(len(result.train_losses)),
+        "seconds": time.perf_counter() - t0,
+    }
+    if result.epoch_losses:
+        stats["train_loss_first_epoch"] = result.epoch_losses[0]
+        stats["train_loss_last_epoch"] = result.epoch_losses[-1]
+    if result.val_losses:
+        stats["val_loss_before"] = result.val_losses[0]
+        stats["val_loss_after"] = result.val_losses[-1]
+    return stats
+
+
+# --- the cached warmed model --------------------------------------------------------------------
+@dataclass(frozen=True)
+class WarmupSettings:
+    """Everything the warmed weights depend on (with env, base and transformers version)."""
+
+    episodes: int = 24
+    epochs: int = 2
+    lr: float = 5e-5
+    noise: float = 0.3
+    micro_batch: int = 4
+    seed: int = 0
+    split: str = "train"
+    modality: str | None = "text"
+    history: int | None = None
+    bf16: bool = True
+    max_length: int = 4096
+
+    def __post_init__(self):
+        if self.episodes < 1 or self.epochs < 1 or self.micro_batch < 1:
+            raise ValueError("warm-up episodes, epochs and micro_batch must be >= 1")
+        if self.lr <= 0:
+            raise ValueError(f"warm-up lr must be > 0, got {self.lr}")
+        if not 0.0 <= self.noise <= 1.0:
+            raise ValueError(f"warm-up noise must be in [0, 1], got {self.noise}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40]
+
+
+def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
+    """The cache folder of one (env, base, settings, transformers version) combination. A base
+    given as a path is keyed by its resolved path (rebuild with ``force`` after changing it)."""
+    import transformers
+
+    from seed_gym.data import cache_dir
+
+    base_key = base if base in ("smollm2", "tiny") else str(Path(base).expanduser().resolve())
+    key = json.dumps(
+        {
+            "env": env_id,
+            "base": base_key,
+            "settings": asdict(settings),
+            "version": WARMUP_VERSION,
+            "transformers": transformers.__version__,
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    name = f"warmup-{_slug(env_id.split('/')[-1])}-{_slug(Path(base).name)}-{digest}"
+    return cache_dir("models") / f"{name}-tf{transformers.__version__}"
+
+
+def build_warmup_model(
+    env_id: str,
+    base: str = "smollm2",
+    settings: WarmupSettings | None = None,
+    *,
+    force: bool = False,
+    threads: int | None = None,
+    progress: bool = True,
+    **overrides: Any,
+) -> Path:
+    """The warmed model's HF folder: built once (demonstrations -> ``format_warmup`` -> save),
+    then reused. ``overrides`` replace fields of ``settings`` (``episodes=24, noise=0.3``).
+    ``warmup.json`` in the folder records the settings, the demonstration counts and the losses."""
+    import torch
+
+    from seed_gym.trainer.models import load_policy, save_policy
+
+    settings = WarmupSettings(**{**asdict(settings or WarmupSettings()), **overrides})
+    out = warmup_dir(env_id, base, settings)
+    if (out / "config.json").exists() and (out / "warmup.json").exists() and not force:
+        return out
+    if threads is not None:
+        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    rows = demonstrations(
+        env_id,
+        settings.split,
+        settings.episodes,
+        settings.seed,
+        settings.history,
+        settings.modality,
+        noise=settings.noise,
+    )
+    demo_seconds = time.perf_counter() - t0
+    if progress:
+        print(f"warm-up: {len(rows)} demonstration steps from {env_id}", file=sys.stderr)
+    policy = load_policy(base, seed=settings.seed)
+    stats = format_warmup(
+        policy.model,
+        policy.tokenizer,
+        rows,
+        epochs=settings.epochs,
+        lr=settings.lr,
+        micro_batch=settings.micro_batch,
+        seed=settings.seed,
+        bf16=settings.bf16,
+        max_length=settings.max_length,
+        progress=progress,
+    )
+    policy.model.eval()
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_policy(policy, tmp)
+    sources = [r["provenance"]["source"] for r in rows]
+    record = {
+        "env_id": env_id,
+        "base": base,
+        "settings": asdict(settings),
+        "version": WARMUP_VERSION,
+        "episodes_recorded": len({r["provenance"]["episode"] for r in rows}),
+        "oracle_rows": sources.count("oracle"),
+        "noise_rows": sources.count("noise"),
+        "demo_seconds": demo_seconds,
+        "stats": stats,
+        "example_completion": rows[0]["completion"] if rows else None,
+    }
+    (tmp / "warmup.json").write_text(json.dumps(record, indent=1, sort_keys=True))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)  # a killed build never leaves a half-written model behind
+    return out
+
+
+def warmup_for_config(cfg: Any) -> Path:
+    """The warmed model for a ``TrainConfig`` with ``format_warmup_episodes > 0``. The warm-up has
+    its own seed (0), so every run seed of a benchmark starts from the same warmed model."""
+    settings = WarmupSettings(
+        episodes=cfg.format_warmup_episodes,
+        epochs=cfg.format_warmup_epochs,
+        lr=cfg.format_warmup_lr,
+        noise=cfg.format_warmup_noise,
+        modality=cfg.modality or "text",
+        history=cfg.history,
+        bf16=cfg.bf16,
+    )
+    return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.progress)
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    d = WarmupSettings()
+    p = argparse.ArgumentParser(
+        prog="python -m seed_gym.trainer.warmup",
+        description="Build (or find) the format-warmed model of an env; print its folder.",
+    )
+    p.add_argument("--env", required=True)
+    p.add_argument("--base", default="smollm2", help="smollm2, tiny or a local HF folder")
+    p.add_argument("--episodes", type=int, default=d.episodes)
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--noise", type=float, default=d.noise, help="share of random actions")
+    p.add_argument("--micro-batch", type=int, default=d.micro_batch)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--modality", default=d.modality)
+    p.add_argument("--history", type=int, default=None)
+    p.add_argument("--no-bf16", action="store_true", help="train in fp32")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    a = p.parse_args(argv)
+    settings = WarmupSettings(
+        episodes=a.episodes,
+        epochs=a.epochs,
+        lr=a.lr,
+        noise=a.noise,
+        micro_batch=a.micro_batch,
+        seed=a.seed,
+        modality=a.modality,
+        history=a.history,
+        bf16=not a.no_bf16,
+    )
+    out = build_warmup_model(a.env, a.base, settings, force=a.force, threads=a.threads)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
