@@ -58,6 +58,16 @@ class TrainConfig:
     """LoRA rank; 0 trains every weight"""
     lora_alpha: int = 16
     """LoRA alpha (scale = alpha / r)"""
+    format_warmup_episodes: int = 0
+    """format warm-up (not in SEED.md; for small models that never write the agent format):
+    behaviour-clone N oracle train episodes first (trainer/warmup.py; cached); 0: off"""
+    format_warmup_epochs: int = 2
+    """format warm-up: passes over the demonstrations"""
+    format_warmup_lr: float = 5e-5
+    """format warm-up: AdamW learning rate"""
+    format_warmup_noise: float = 0.3
+    """format warm-up: share of demonstration steps that take a random admissible action instead
+    of the oracle's (a noisy expert leaves RL room to improve)"""
 
     # --- env ----------------------------------------------------------------------------------
     modality: str | None = None
