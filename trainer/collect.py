@@ -47,6 +47,8 @@ def collect(
     prefix: str = "",
     max_turns: int | None = None,
     progress: bool = False,
+    skills: Sequence[str | None] | None = None,
+    privileged: bool = False,
 ) -> list[Trajectory]:
     """Run ``len(task_ids)`` groups of ``pool.group_size`` episodes to the end.
 
@@ -62,6 +64,11 @@ def collect(
         max_turns: a safety cap; envs carry their own step limit, so this rarely binds (an episode
             cut by it is marked ``truncated``).
         progress: show a tqdm bar over turns.
+        skills: per group, a skill inserted into every actor prompt of its episodes
+            (``rescore.insert_skill`` at the spec's task markers; None: no skill). The stored
+            ``messages`` and ``prompt_ids`` are the prompts with the skill (skill-grpo, Stage 1).
+        privileged: store ``privileged_info()`` of the raw env, taken right after reset (once per
+            group: its copies share task and seed), on ``Trajectory.privileged``.
 
     Returns the B·G trajectories in pool order (group b's copies are consecutive).
     """
@@ -71,9 +78,11 @@ def collect(
         raise ValueError(f"{n_groups} tasks but {len(env_seeds)} env seeds")
     if n_groups * g_size != len(pool):
         raise ValueError(f"the pool holds {len(pool)} envs, not {n_groups} tasks × {g_size} copies")
+    spec = getattr(pool, "agent_spec", None)
     if stop is None:
-        spec = getattr(pool, "agent_spec", None)
         stop = tuple(spec.stop) if spec is not None else ()
+    if skills is not None and len(skills) != n_groups:
+        raise ValueError(f"{n_groups} tasks but {len(skills)} skills")
 
     seeds = [int(env_seeds[i // g_size]) for i in range(len(pool))]
     options = [{"task_id": task_ids[i // g_size]} for i in range(len(pool))]
@@ -94,6 +103,13 @@ def collect(
         )
         obs.append(o)
         infos.append(info)
+        if skills is not None:
+            trajs[-1].actor_skill = skills[b]
+        if privileged:
+            # the solver describes the *current* state: take it now, at the episode start
+            trajs[-1].privileged = (
+                dict(pool.call(i, "privileged_info")) if g == 0 else trajs[-1 - g].privileged
+            )
 
     live = list(range(len(pool)))
     bar = None
@@ -108,8 +124,14 @@ def collect(
                 for i in live:
                     trajs[i].truncated = True
                 break
+            prompts = [obs[i]["messages"] for i in live]
+            if skills is not None:
+                prompts = [
+                    _with_skill(m, trajs[i].actor_skill, spec)
+                    for m, i in zip(prompts, live, strict=True)
+                ]
             gens = engine.generate(
-                [obs[i]["messages"] for i in live],
+                prompts,
                 max_new_tokens=sampling.max_new_tokens,
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
@@ -118,11 +140,13 @@ def collect(
             )
             results = pool.step(live, [g.text for g in gens])
             still: list[int] = []
-            for i, gen, (o, reward, term, trunc, info) in zip(live, gens, results, strict=True):
+            for i, msgs, gen, (o, reward, term, trunc, info) in zip(
+                live, prompts, gens, results, strict=True
+            ):
                 traj = trajs[i]
                 traj.steps.append(
                     StepSample(
-                        messages=obs[i]["messages"],
+                        messages=msgs,
                         prompt_ids=list(gen.prompt_ids),
                         response_ids=list(gen.ids),
                         old_logprobs=list(gen.logprobs),
@@ -155,6 +179,22 @@ def collect(
         if bar is not None:
             bar.close()
     return trajs
+
+
+def _with_skill(
+    messages: list[dict[str, Any]], skill: str | None, spec: Any
+) -> list[dict[str, Any]]:
+    """The actor prompt with the Episode-Level Skill block (SEED.md's block and placement)."""
+    if not skill:
+        return messages
+    from seed_gym.trainer.rescore import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
+
+    return insert_skill(
+        messages,
+        skill,
+        getattr(spec, "task_markers", DEFAULT_TASK_MARKERS),
+        getattr(spec, "fallback_marker", DEFAULT_FALLBACK_MARKER),
+    )
 
 
 # --- summaries ----------------------------------------------------------------------------------

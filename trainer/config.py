@@ -23,8 +23,16 @@ from seed_gym.splits import SPLITS
 # algorithm name -> one-line description; the train loop branches on cfg.algo
 ALGOS: dict[str, str] = {
     "grpo": "GRPO: group-normalized episode returns, PPO-clip (dual clip), optional k3 KL",
+    "seed": "SEED: Stage 1 SFT of the analyzer, then GRPO + lambda * gated OPD from self-made skills",
+    "skill-grpo": "GRPO with the policy's own skill (last analysis of the task) in the actor prompt",
+    "static-skills": "GRPO + gated OPD with a fixed skill bank as the teacher context (SDAR-like)",
+    "opsd": "GRPO + gated OPD with privileged env info (solver, gold answer) as the teacher context",
     "prompt": "no training: evaluate the model as it is (the prompting baseline)",
 }
+# algorithms with a teacher (rescoring + OPD or teacher advantages)
+DISTILL_ALGOS = ("seed", "static-skills", "opsd")
+# algorithms where the policy itself analyzes its trajectories (Stage 1 SFT applies)
+ANALYZER_ALGOS = ("seed", "skill-grpo")
 
 
 @dataclass
@@ -123,6 +131,61 @@ class TrainConfig:
     recompute_old_logprobs: bool = False
     """score old logprobs with the trainer before the update instead of using the engine's"""
 
+    # --- SEED (Stage 2): analyze -> skills -> rescore -> gated OPD ---------------------------
+    opd_coef: float = 0.01
+    """lambda: weight of the gated OPD loss next to the GRPO loss (seed, static-skills, opsd)"""
+    opd_beta: float = 5.0
+    """beta: gate = sigmoid(beta * (teacher_lp - lp))"""
+    positive_only: bool = False
+    """OPD loss only on tokens where the skill context raises the token (gap > 0)"""
+    teacher_advantage: bool = False
+    """OPID mode: add w * (teacher_lp - old_lp) to the token advantage instead of the OPD loss"""
+    teacher_advantage_coef: float = 1.0
+    """w of the teacher-advantage mode"""
+    teacher_advantage_clip: float | None = None
+    """bound |teacher_lp - old_lp| of the teacher-advantage term; None: unbounded"""
+    analyzer_max_new_tokens: int = 256
+    """analyzer answer budget (the JSON with episode_summary and episode_skill)"""
+    analyzer_budget: int = 3072
+    """analyzer prompt budget in tokens; longer trajectories are truncated (task, end, decisive steps)"""
+    analyzer_retry: bool = True
+    """retry a failed analysis once, quoting the parse error"""
+    skill_bank: str | None = None
+    """static-skills: JSON file {task_type: skill, "*": fallback}; None: a generic built-in bank"""
+    save_trajectories: bool = True
+    """write RUN_DIR/trajectories/iter_*.jsonl (with skills and teacher logprobs) for the report"""
+
+    # --- SEED Stage 1: analyzer SFT before RL (seed, skill-grpo) -----------------------------
+    no_sft: bool = False
+    """skip Stage 1 (the policy analyzes from the start without SFT)"""
+    sft_model: str | None = None
+    """start Stage 2 from this Stage 1 model folder (skips Stage 1); set by the run itself"""
+    sft_annotator: str = "privileged"
+    """Stage 1 annotator: privileged (offline, env solver/gold info) or openai:URL"""
+    sft_annotator_model: str = "default"
+    """model name sent to an openai:URL annotator"""
+    sft_tasks_per_type: int = 30
+    """Stage 1 base rollouts: training tasks per task type"""
+    sft_rollouts: int = 8
+    """Stage 1 base rollouts per task (also the no-skill baseline of the acceptance rule)"""
+    sft_temperature: float = 0.4
+    """Stage 1 sampling temperature (base rollouts and with-skill reruns)"""
+    sft_reruns: int = 8
+    """with-skill reruns per candidate skill (accept: +1 success and +0.125 success rate)"""
+    sft_epochs: int = 3
+    """Stage 1 SFT epochs"""
+    sft_lr: float = 5e-6
+    """Stage 1 SFT learning rate"""
+    sft_batch: int = 4
+    """Stage 1 SFT batch size"""
+
+    # --- devices and processes (torchrun) ----------------------------------------------------
+    device: str = "cpu"
+    """where the policy lives: cpu, cuda, cuda:N, or auto (this rank's GPU if CUDA is there)"""
+    dist_rollout: str = "shard"
+    """under torchrun: shard (each rank collects its share of the B tasks) or rank0 (rank 0
+    collects all of them: the same episodes as one process)"""
+
     # --- eval, logging, checkpoints -----------------------------------------------------------
     eval_every: int = 0
     """evaluate every N iterations (and after the last); 0: only after the last"""
@@ -157,8 +220,30 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.algo == "grpo" and self.group_size < 2:
+        if self.algo != "prompt" and self.group_size < 2:
             raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
+        if self.opd_coef < 0 or self.opd_beta <= 0:
+            raise ValueError("need opd_coef >= 0 and opd_beta > 0")
+        if self.positive_only and self.teacher_advantage:
+            raise ValueError("positive_only shapes the OPD loss, which teacher_advantage replaces")
+        if (self.positive_only or self.teacher_advantage) and self.algo not in DISTILL_ALGOS:
+            raise ValueError(
+                f"positive_only / teacher_advantage need a teacher: algo in {DISTILL_ALGOS}"
+            )
+        if self.teacher_advantage_clip is not None and self.teacher_advantage_clip <= 0:
+            raise ValueError("teacher_advantage_clip must be > 0 (or None)")
+        for name in ("analyzer_max_new_tokens", "analyzer_budget", "sft_tasks_per_type"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("sft_rollouts", "sft_reruns", "sft_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.sft_epochs < 0 or self.sft_lr < 0 or self.sft_temperature < 0:
+            raise ValueError("sft_epochs, sft_lr and sft_temperature must be >= 0")
+        if self.sft_annotator != "privileged" and not self.sft_annotator.startswith("openai:"):
+            raise ValueError(
+                f"sft_annotator must be 'privileged' or 'openai:URL', not {self.sft_annotator!r}"
+            )
         if not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.temperature < 0:
@@ -178,6 +263,8 @@ class TrainConfig:
             raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
         if self.backend not in ("local", "subprocess", "ray"):
             raise ValueError(f"unknown backend {self.backend!r}")
+        if self.dist_rollout not in ("shard", "rank0"):
+            raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
         if self.max_turns is not None and self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {self.max_turns}")
         self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists
@@ -220,6 +307,14 @@ def tiny() -> TrainConfig:
         eval_tasks=2,
         eval_max_new_tokens=8,
         eval_every=0,
+        # SEED: a random model writes no JSON, so keep the analyzer short; Stage 1 in seconds
+        analyzer_max_new_tokens=16,
+        analyzer_budget=256,
+        sft_tasks_per_type=1,
+        sft_rollouts=2,
+        sft_reruns=2,
+        sft_epochs=1,
+        sft_lr=1e-3,
     )
 
 
@@ -240,6 +335,14 @@ def smollm2_cpu() -> TrainConfig:
         micro_batch=4,
         eval_tasks=2,
         eval_every=0,
+        # SEED: a small Stage 1 and a short analyzer so `--algo seed` finishes in minutes
+        analyzer_max_new_tokens=96,
+        analyzer_budget=768,
+        sft_tasks_per_type=2,
+        sft_rollouts=4,
+        sft_reruns=4,
+        sft_epochs=3,
+        sft_lr=5e-6,
     )
 
 

@@ -175,6 +175,7 @@ def teacher_logprobs(
     pad_id: int | None = None,
     encode_prompt: Callable[[list[dict[str, Any]]], list[int]] | None = None,
     verify_plain: str = "warn",
+    temperature: float = 1.0,
 ) -> TeacherScores:
     """Score ``samples[i].response_ids`` after the skill-augmented prompt of ``skills[i]`` under
     ``model`` (π_old: call before the update). No grad; batched ``micro_batch`` pairs per forward.
@@ -184,6 +185,7 @@ def teacher_logprobs(
     messages and compares them with the stored ``prompt_ids``: a mismatch means teacher and student
     prompts are tokenized differently and the gap would measure tokenization, not the skill.
     Image samples are not supported (text-only rescoring): they raise ``NotImplementedError``.
+    ``temperature`` scales the logits as for the student logprobs the loss compares them with.
     """
     import torch
 
@@ -206,7 +208,12 @@ def teacher_logprobs(
     per_sample: list[Any] = [None] * len(samples)
     if scored:
         lps, _ = response_logprobs(
-            model, prompts, responses, micro_batch=micro_batch, pad_id=pad_id
+            model,
+            prompts,
+            responses,
+            micro_batch=micro_batch,
+            pad_id=pad_id,
+            temperature=temperature,
         )
         for i, lp in zip(scored, lps, strict=True):
             per_sample[i] = lp

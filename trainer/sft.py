@@ -321,3 +321,287 @@ def sft_train(
     finally:
         model.train(was_training)
     return result
+
+
+# --- the Stage 1 pipeline: rollouts -> annotate -> rerun filter -> SFT -> model folder ----------
+STAGE1_FILES = {
+    "dataset": "stage1_dataset.jsonl",  # accepted rows with provenance
+    "meta": "stage1.json",  # config, counts, SFT losses, timings
+    "model": "model",  # the SFT'd policy (a Hugging Face folder)
+}
+
+
+def analyzer_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
+    """Truncation settings of the analyzer prompt, shared by Stage 1 rows and Stage 2 analyses
+    (the SFT rows must look exactly like what the policy reads later)."""
+    return {
+        "max_prompt_tokens": cfg.analyzer_budget,
+        "count_tokens": lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"]),
+    }
+
+
+def make_annotator(cfg: Any, tokenizer: Any) -> Any:
+    """``privileged`` -> ``PrivilegedAnnotator(env)``; ``openai:URL`` -> ``OpenAIAnnotator``."""
+    from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
+
+    if cfg.sft_annotator == "privileged":
+        return PrivilegedAnnotator(cfg.env)
+    if cfg.sft_annotator.startswith("openai:"):
+        kw = analyzer_kwargs(cfg, tokenizer)
+        return OpenAIAnnotator(
+            cfg.sft_annotator[len("openai:") :],
+            cfg.sft_annotator_model,
+            max_prompt_tokens=kw["max_prompt_tokens"],
+            count_tokens=kw["count_tokens"],
+        )
+    raise ValueError(f"unknown annotator {cfg.sft_annotator!r}: privileged or openai:URL")
+
+
+def tasks_by_type(
+    env_id: str, per_type: int, *, seed: int, modality: str | None = None, scan: int | None = None
+) -> list[str]:
+    """Up to ``per_type`` training tasks of every task type, in a seeded order. Types are read off
+    ``info["task_type"]`` at reset (one env, reused), scanning at most ``scan`` tasks (default
+    ``50 * per_type``); envs without types count as one type."""
+    from seed_gym.registration import make_agent_env, split_manifest
+
+    manifest = split_manifest(env_id, "train")
+    limit = scan if scan is not None else 50 * per_type
+    env = make_agent_env(env_id, split="train", modality=modality)
+    chosen: dict[str, list[str]] = {}
+    try:
+        for n, task in enumerate(manifest.iterate(seed=seed)):
+            if n >= limit:
+                break
+            _, info = env.reset(seed=seed, options={"task_id": task})
+            bucket = chosen.setdefault(str(info.get("task_type", "")), [])
+            if len(bucket) < per_type:
+                bucket.append(task)
+            if (
+                len(chosen) > 0
+                and all(len(b) >= per_type for b in chosen.values())
+                and n >= limit // 5
+            ):
+                break  # every type seen so far is full and a fifth of the scan found no new type
+    finally:
+        env.close()
+    return [t for key in sorted(chosen) for t in chosen[key]]
+
+
+def run_stage1(cfg: Any, out: str | Path, *, policy: Any = None) -> dict[str, Any]:
+    """SEED Stage 1 with the settings of ``cfg`` (a ``TrainConfig``: env, model, ``sft_*``,
+    ``analyzer_*``, rollout fields) into ``out``; returns the meta dict (also ``out/stage1.json``).
+
+    ``out/stage1_dataset.jsonl`` holds the accepted rows, ``out/model`` the SFT'd policy (the base
+    policy unchanged when no skill was accepted: the meta says so)."""
+    import sys
+    import time
+
+    import torch
+
+    from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.models import load_policy, save_policy
+    from seed_gym.trainer.train import derive_seed
+    from seed_gym.wrappers.group import make_group_pool
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if policy is None:
+        policy = load_policy(cfg.model, seed=cfg.seed)
+    model, tokenizer = policy.model, policy.tokenizer
+    engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
+    sampling = SamplingParams(cfg.max_new_tokens, cfg.sft_temperature, 1.0)
+
+    def say(msg: str) -> None:
+        print(f"[stage1] {msg}", file=sys.stderr, flush=True)
+
+    # 1. base rollouts: tasks per type x rollouts, every copy of a task from the same env seed
+    tasks = tasks_by_type(cfg.env, cfg.sft_tasks_per_type, seed=cfg.seed, modality=cfg.modality)
+    env_seeds = [derive_seed(cfg.seed, 101, b) % 2**31 for b in range(len(tasks))]
+    say(
+        f"{len(tasks)} tasks x {cfg.sft_rollouts} base rollouts (temperature {cfg.sft_temperature})"
+    )
+    pool_kw = dict(split="train", modality=cfg.modality, history=cfg.history, backend=cfg.backend)
+    pool = make_group_pool(cfg.env, tasks, cfg.sft_rollouts, **pool_kw)
+    try:
+        trajs = collect(
+            pool,
+            engine,
+            tasks,
+            env_seeds,
+            sampling=sampling,
+            seed=derive_seed(cfg.seed, 102),
+            prefix="s1-",
+            max_turns=cfg.max_turns,
+            progress=cfg.progress,
+            privileged=True,
+        )
+    finally:
+        pool.close()
+    base = rollout_metrics(trajs, prefix="stage1/base_")
+    times["rollout"] = time.perf_counter() - t0
+
+    # 2-3. annotate, rerun each skill in the actor prompt, keep the skills that help
+    t0 = time.perf_counter()
+    annotator = make_annotator(cfg, tokenizer)
+    rerun_pool = make_group_pool(cfg.env, tasks[:1], cfg.sft_reruns, **pool_kw)
+    n_reruns = [0]
+
+    def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
+        n_reruns[0] += 1
+        return collect(
+            rerun_pool,
+            engine,
+            [traj.task_id],
+            [traj.seed],
+            sampling=sampling,
+            seed=derive_seed(cfg.seed, 103, n_reruns[0]),
+            prefix=f"s1r{n_reruns[0]}-",
+            max_turns=cfg.max_turns,
+            skills=[skill],
+        )
+
+    say(
+        f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), "
+        f"{cfg.sft_reruns} with-skill reruns per candidate skill"
+    )
+    try:
+        report = build_stage1_rows(
+            trajs,
+            annotator,
+            rerun_fn,
+            env_id=cfg.env,
+            privileged=[t.privileged or {} for t in trajs],
+            reruns=cfg.sft_reruns,
+            analyzer_kwargs=analyzer_kwargs(cfg, tokenizer),
+        )
+    finally:
+        rerun_pool.close()
+    dataset = write_jsonl(report.rows, out / STAGE1_FILES["dataset"])
+    times["annotate_filter"] = time.perf_counter() - t0
+    say(f"accepted {report.n_accepted} of {report.n_annotated} skills -> {dataset}")
+
+    # 4. SFT the analyzer (the policy itself) on the accepted rows
+    t0 = time.perf_counter()
+    result = None
+    if report.rows:
+        result = sft_train(
+            model,
+            tokenizer,
+            report.rows,
+            epochs=cfg.sft_epochs,
+            lr=cfg.sft_lr,
+            batch_size=cfg.sft_batch,
+            seed=cfg.seed,
+        )
+        say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
+    else:
+        say("no skill passed the rerun filter: the Stage 2 policy is the base policy")
+    times["sft"] = time.perf_counter() - t0
+    save_policy(policy, out / STAGE1_FILES["model"])
+    meta = {
+        "env": cfg.env,
+        "base_model": cfg.model,
+        "annotator": getattr(annotator, "name", type(annotator).__name__),
+        "tasks": tasks,
+        "config": {k: v for k, v in cfg.to_dict().items() if k.startswith(("sft_", "analyzer_"))},
+        "metrics": {**base, **report.metrics()},
+        "sft": None if result is None else asdict(result),
+        "trained": result is not None and result.n_train > 0,
+        "times": times,
+        "dataset": str(dataset),
+        "model": str(out / STAGE1_FILES["model"]),
+    }
+    (out / STAGE1_FILES["meta"]).write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def stage1_done(out: str | Path) -> bool:
+    """A finished Stage 1 folder (meta written last, after the model)."""
+    out = Path(out)
+    return (out / STAGE1_FILES["meta"]).exists() and (out / STAGE1_FILES["model"]).is_dir()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``seed-gym sft``: SEED Stage 1 on its own (the trainer runs it before ``--algo seed``)."""
+    import argparse
+    import sys
+
+    from seed_gym.trainer.config import PRESETS, TrainConfig
+
+    p = argparse.ArgumentParser(
+        prog="seed-gym sft",
+        description="SEED Stage 1: base rollouts -> annotate -> keep skills that help on a "
+        "with-skill rerun -> SFT the policy as analyzer; writes the dataset (JSONL with "
+        "provenance), stage1.json and the SFT'd model folder under --out",
+    )
+    p.add_argument("--env", default="seed_gym/Sokoban-v0")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--preset", default=None, choices=sorted(PRESETS), help="base settings")
+    p.add_argument("--model", default=None, help="tiny, smollm2 or a local HF folder")
+    p.add_argument(
+        "--annotator",
+        default=None,
+        help="privileged (default: skills from env solver/gold info, offline) or openai:URL",
+    )
+    p.add_argument("--annotator-model", default=None, help="model name for openai:URL")
+    fields = {
+        "tasks_per_type": int,
+        "rollouts": int,
+        "temperature": float,
+        "reruns": int,
+        "epochs": int,
+        "lr": float,
+        "batch": int,
+    }
+    for name, typ in fields.items():
+        p.add_argument("--" + name.replace("_", "-"), type=typ, default=None, help=f"sft_{name}")
+    for name, typ in (
+        ("max_new_tokens", int),
+        ("max_turns", int),
+        ("history", int),
+        ("analyzer_budget", int),
+        ("seed", int),
+        ("threads", int),
+    ):
+        p.add_argument("--" + name.replace("_", "-"), type=typ, default=None)
+    p.add_argument("--bf16", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false", default=None)
+    args = p.parse_args(argv)
+    base = PRESETS[args.preset]() if args.preset else TrainConfig()
+    over: dict[str, Any] = {"env": args.env, "out": args.out}
+    if args.annotator is not None:
+        over["sft_annotator"] = args.annotator
+    if args.annotator_model is not None:
+        over["sft_annotator_model"] = args.annotator_model
+    for name in fields:
+        if getattr(args, name) is not None:
+            over["sft_" + name] = getattr(args, name)
+    for name in (
+        "model",
+        "max_new_tokens",
+        "max_turns",
+        "history",
+        "analyzer_budget",
+        "seed",
+        "threads",
+        "bf16",
+        "progress",
+    ):
+        if getattr(args, name) is not None:
+            over[name] = getattr(args, name)
+    cfg = TrainConfig(**{**base.to_dict(), **over})
+    meta = run_stage1(cfg, args.out)
+    m = meta["metrics"]
+    print(
+        f"stage 1: {int(m['stage1/trajectories'])} trajectories, base success "
+        f"{m['stage1/base_success']:.3f}, {int(m['stage1/rows'])} accepted rows; "
+        f"dataset {meta['dataset']}, model {meta['model']}",
+        file=sys.stderr,
+    )
+    return 0

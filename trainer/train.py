@@ -3,8 +3,10 @@
     seed-gym train --env seed_gym/Sokoban-v0 --algo grpo --preset smollm2-cpu --out runs/sokoban
     seed-gym train --out runs/sokoban --resume --iterations 8      # continue the same run
 
-One iteration: rollout (B tasks × G copies, multi-turn) -> GRPO advantages -> PPO-clip update
-(micro-batched, gradient accumulation) -> engine weight sync -> log -> checkpoint -> eval.
+One iteration: rollout (B tasks × G copies, multi-turn) -> GRPO advantages -> [SEED: analyze ->
+skills -> rescore (teacher logprobs under π_old)] -> PPO-clip update (+ λ · gated OPD; micro-batched,
+gradient accumulation) -> engine weight sync -> log -> checkpoint -> eval. ``--algo seed`` first
+runs Stage 1 (``sft.run_stage1``) into RUN_DIR/stage1; the SEED phases live in ``seed_phase.py``.
 
 Everything the run writes lives in RUN_DIR:
     config.json          the full config (``--resume`` starts from it)
@@ -12,6 +14,9 @@ Everything the run writes lives in RUN_DIR:
     tb/                  TensorBoard events
     checkpoint.pt        model, optimizer, RNG states, iteration, data position (exact resume)
     model/               the final policy as a Hugging Face folder (adapters only under LoRA)
+    trajectories/        iter_*.jsonl: every rollout (with skill and teacher logprobs for SEED)
+    skills/              iter_*.jsonl: every skill with its trajectory, success and teacher gap
+    stage1/              SEED Stage 1: dataset JSONL with provenance, stage1.json, model/
 
 Resume is exact: every random draw of an iteration (task order, env seeds, sampling, mini-batch
 shuffling) is derived from (seed, iteration), and model and optimizer states are restored, so a
@@ -21,6 +26,7 @@ run stopped after iteration k and resumed ends with the same parameters as an un
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import random
@@ -174,8 +180,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
 
-    from seed_gym.registration import task_ids
+    from seed_gym.registration import agent_spec, task_ids
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+    from seed_gym.trainer.distributed import NullLogger, init_distributed, resolve_device
     from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.logprobs import pack, packed_logprobs, response_logprobs
     from seed_gym.trainer.losses import (
@@ -184,10 +191,22 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         group_advantages,
         kl_k3,
         masked_mean,
+        opd_loss,
         ppo_clip_loss,
+        teacher_advantages,
         token_mean,
     )
     from seed_gym.trainer.models import autocast, load_policy, save_policy
+    from seed_gym.trainer.seed_phase import (
+        ActorSkills,
+        OPDStats,
+        distills,
+        make_skill_source,
+        rescore,
+        stage1_policy_path,
+        teacher_batch,
+        write_iteration_logs,
+    )
     from seed_gym.wrappers.group import make_group_pool
 
     # --- setup ----------------------------------------------------------------------------------
@@ -198,16 +217,33 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         raise SystemExit(f"{run_dir} already holds a run: pass --resume, or choose another --out")
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
+    policy_base = cfg.model
+    if cfg.format_warmup_episodes > 0:  # behaviour-cloning format warm-up (cached; warmup.py)
+        from seed_gym.trainer.warmup import warmup_for_config
+
+        policy_base = str(warmup_for_config(cfg))
+    if cfg.algo != "prompt":  # SEED Stage 1 (seed, skill-grpo), once per run; seeds reset below
+        stage1_cfg = dataclasses.replace(cfg, model=policy_base)
+        cfg = dataclasses.replace(cfg, sft_model=stage1_policy_path(stage1_cfg, run_dir))
     random.seed(cfg.seed)
     np.random.seed(cfg.seed % 2**32)
     torch.manual_seed(cfg.seed)
-    TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
+    # torchrun: join the process group (one process: every dist helper is the identity)
+    dist = init_distributed(rollout=cfg.dist_rollout)
+    device = resolve_device(cfg.device, dist)
+    if dist.is_main:  # rank 0 alone writes the run directory
+        TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
 
     lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
-    policy = load_policy(cfg.model, seed=cfg.seed, lora=lora)
+    policy = load_policy(cfg.sft_model or policy_base, seed=cfg.seed, lora=lora, device=device)
     model, tokenizer = policy.model, policy.tokenizer
     engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
     training = cfg.algo != "prompt"
+    skill_fn = make_skill_source(cfg, engine, tokenizer)  # None for grpo / prompt
+    distill = distills(cfg)  # seed, static-skills, opsd: rescoring + OPD (or teacher advantages)
+    spec = agent_spec(cfg.env)
+    actor_skills = ActorSkills()  # skill-grpo: the skills shown to the actor
+    env_steps_total = 0
     ref_model = None
     if training and cfg.kl_coef > 0 and lora is None:  # under LoRA the reference is the base
         ref_model = copy.deepcopy(model).eval().requires_grad_(False)
@@ -222,14 +258,20 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.resume and ckpt_path.exists():
         payload = load_checkpoint(ckpt_path, model, optimizer)
         start_iteration, data_position = payload["iteration"], payload["data_position"]
-        truncate_metrics(run_dir / "metrics.jsonl", start_iteration)
+        actor_skills = ActorSkills(payload.get("actor_skills"))
+        env_steps_total = int(payload.get("env_steps", 0))
+        if dist.is_main:
+            truncate_metrics(run_dir / "metrics.jsonl", start_iteration)
         print(f"resumed {run_dir} at iteration {start_iteration}", file=sys.stderr)
-    logger = Logger(run_dir, cfg.tensorboard)
+    dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
+    logger = Logger(run_dir, cfg.tensorboard) if dist.is_main else NullLogger()
 
     def ckpt_state(iteration: int) -> dict:
         return {
             "iteration": iteration,
             "data_position": data_position,
+            "actor_skills": actor_skills.state(),
+            "env_steps": env_steps_total,
             "lora": lora is not None,
             "config": cfg.to_dict(),
         }
@@ -250,7 +292,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     train_tasks = task_ids(cfg.env, "train")
     B, G = cfg.tasks_per_iter, cfg.group_size
-    pool = make_group_pool(
+    pool = dist.make_pool(  # this rank's share of the B tasks (all of them with one process)
+        make_group_pool,
         cfg.env,
         train_tasks[:B],
         G,
@@ -267,7 +310,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         unit="it",
         initial=start_iteration,
         total=cfg.iterations,
-        disable=not cfg.progress,
+        disable=not cfg.progress or not dist.is_main,
     )
     try:
         for it in bar:
@@ -278,7 +321,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             t0 = time.perf_counter()
             tasks = task_batch(train_tasks, cfg.seed, data_position, B)
             env_seeds = [derive_seed(cfg.seed, ENV_SEEDS, it, b) % 2**31 for b in range(B)]
-            trajs = collect(
+            trajs = dist.collect(  # under torchrun: each rank's share, then all gathered
+                collect,
                 pool,
                 engine,
                 tasks,
@@ -288,8 +332,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 prefix=f"it{iteration}-",
                 max_turns=cfg.max_turns,
                 progress=cfg.progress,
+                skills=actor_skills.for_tasks(tasks) if cfg.algo == "skill-grpo" else None,
+                privileged=cfg.algo == "opsd",  # taken at reset: the solver sees the start state
             )
             data_position += B
+            env_steps_total += sum(len(t.steps) for t in trajs)
             times["rollout"] = time.perf_counter() - t0
 
             # --- advantages ---------------------------------------------------------------------
@@ -316,6 +363,30 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             else:
                 old_lp = [s.old_logprobs for s, _ in samples]
 
+            # --- analyze: a skill per trajectory (policy greedy / bank / privileged) -------------
+            skills, analyzer_stats = None, {}
+            if skill_fn is not None:
+                t0 = time.perf_counter()
+                skills = skill_fn(trajs, analyzer_stats)
+                if cfg.algo == "skill-grpo":  # shown to the actor the next time the task comes
+                    actor_skills.update(trajs, skills)
+                times["analyze"] = time.perf_counter() - t0
+
+            # --- rescore: the same response ids under π_old with the skill in the prompt ---------
+            teacher, gaps, teacher_of = None, None, None
+            if distill:
+                t0 = time.perf_counter()
+                teacher, gaps = rescore(
+                    cfg, model, tokenizer, spec, trajs, skills, pad_id=policy.pad_id
+                )
+                teacher_of = {  # step -> teacher logprobs (None: no skill)
+                    id(s): lp
+                    for t, tl in zip(trajs, teacher, strict=True)
+                    for s, lp in zip(t.steps, tl, strict=True)
+                }
+                times["rescore"] = time.perf_counter() - t0
+            opd_acc = OPDStats()
+
             # --- update -------------------------------------------------------------------------
             t0 = time.perf_counter()
             model.train()
@@ -334,6 +405,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                         ),
                     )
                     n_tokens = sum(len(samples[i][0].response_ids) for i in mb_idx)
+                    n_teacher = (
+                        sum(  # OPD token-mean denominator: response·teacher tokens
+                            len(teacher_of.get(id(samples[i][0])) or []) for i in mb_idx
+                        )
+                        if distill
+                        else 0
+                    )
+                    mb_idx = dist.shard(mb_idx)  # this rank's share; n_tokens stays global
                     optimizer.zero_grad(set_to_none=True)
                     for start in range(0, len(mb_idx), cfg.micro_batch):
                         idx = mb_idx[start : start + cfg.micro_batch]
@@ -342,11 +421,27 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                             [samples[i][0].response_ids for i in idx],
                             pad_id=policy.pad_id,
                         )
+                        batch = batch.to(device)
                         mask = batch.response_mask  # [n, L]
                         old_logprobs = torch.zeros_like(mask)  # [n, L]
                         for row, i in enumerate(idx):
                             old_logprobs[row, : len(old_lp[i])] = torch.tensor(old_lp[i])
-                        adv = broadcast_to_tokens(torch.tensor([samples[i][1] for i in idx]), mask)
+                        adv = broadcast_to_tokens(
+                            torch.tensor([samples[i][1] for i in idx], device=mask.device), mask
+                        )
+                        if distill:
+                            t_lp, t_mask = teacher_batch(
+                                [teacher_of.get(id(samples[i][0])) for i in idx], mask
+                            )  # [n, L], [n, L]
+                            if cfg.teacher_advantage:  # OPID: A + w·(teacher_lp − old_lp)
+                                adv = teacher_advantages(
+                                    adv,
+                                    t_lp,
+                                    old_logprobs,
+                                    t_mask * mask,
+                                    weight=cfg.teacher_advantage_coef,
+                                    clip=cfg.teacher_advantage_clip,
+                                )
                         with autocast(cfg.bf16):
                             logprobs, entropy = packed_logprobs(
                                 model, batch, temperature=cfg.temperature, with_entropy=True
@@ -382,6 +477,22 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                             stats.setdefault("kl_ref", []).append(
                                 float(masked_mean(kl.detach(), mask))
                             )
+                        if distill and float(t_mask.sum()) > 0:
+                            # gated OPD: raises sampled tokens, most where the skill agrees
+                            opd, opd_stats = opd_loss(
+                                logprobs,
+                                t_lp,
+                                mask,
+                                t_mask,
+                                beta=cfg.opd_beta,
+                                positive_only=cfg.positive_only,
+                                num_tokens=n_teacher,
+                            )
+                            if not cfg.teacher_advantage:
+                                loss = loss + cfg.opd_coef * opd
+                            opd_acc.add(
+                                opd_stats, 0.0 if cfg.teacher_advantage else float(opd.detach())
+                            )
                         loss.backward()
                         w = float(mask.sum()) / n_tokens  # micro-batch share of the step's tokens
                         stats.setdefault("loss", []).append(float(loss.detach()))
@@ -390,6 +501,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                         )
                         for k, v in pg_stats.items():
                             stats.setdefault(k, []).append(v * w)
+                    dist.all_reduce_gradients(params)  # sum of the ranks' shares
                     if cfg.max_grad_norm > 0:
                         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                     else:
@@ -398,6 +510,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                         )
                     stats.setdefault("grad_norm", []).append(float(grad_norm))
                     optimizer.step()
+            stats = dist.gather_stats(stats)  # every rank's micro-batches
             n_steps = cfg.ppo_epochs * cfg.mini_batches
             times["update"] = time.perf_counter() - t0
 
@@ -422,17 +535,35 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             metrics["train/response_tokens"] = float(sum(len(s.response_ids) for s, _ in samples))
             metrics["train/data_position"] = float(data_position)
             metrics["train/lr"] = cfg.lr
+            metrics["rollout/env_steps"] = float(sum(len(t.steps) for t in trajs))  # this iteration
+            metrics["train/env_steps_total"] = float(env_steps_total)
+            metrics.update(analyzer_stats)
+            if distill:
+                metrics.update(opd_acc.metrics(n_steps))
+            if dist.is_main:
+                write_iteration_logs(
+                    run_dir,
+                    iteration,
+                    trajs,
+                    tokenizer=tokenizer,
+                    skills=skills,
+                    teacher=teacher,
+                    gaps=gaps,
+                    trajectories=cfg.save_trajectories,
+                )
             for k, v in times.items():
                 metrics[f"time/{k}"] = v
 
             # --- checkpoint ---------------------------------------------------------------------
-            if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
+            if dist.is_main and (iteration % cfg.save_every == 0 or iteration == cfg.iterations):
                 t0 = time.perf_counter()
                 save_checkpoint(ckpt_path, model, optimizer, ckpt_state(iteration))
                 metrics["time/checkpoint"] = time.perf_counter() - t0
 
             # --- eval ---------------------------------------------------------------------------
-            if (cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations:
+            if dist.is_main and (
+                (cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations
+            ):
                 metrics.update(run_eval(iteration))
             total = sum(v for k, v in metrics.items() if k.startswith("time/"))
             for k in list(metrics):
@@ -448,7 +579,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         bar.close()
         pool.close()
         logger.close()
-    if cfg.save_hf and start_iteration < cfg.iterations:
+        dist.shutdown()
+    if cfg.save_hf and start_iteration < cfg.iterations and dist.is_main:
         save_policy(policy, run_dir / "model")
     return metrics
 

@@ -37,6 +37,8 @@ class Trajectory:
     score: float | None = None  # env-specific raw score (webshop.score, search.f1) if any
     truncated: bool = False
     error: str | None = None  # set when the episode failed for a non-game reason (worker crash)
+    privileged: dict[str, Any] | None = None  # privileged_info() at reset
+    actor_skill: str | None = None  # skill in the actor prompt (skill-grpo)
 
     @property
     def episode_return(self) -> float:
