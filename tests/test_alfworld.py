@@ -150,7 +150,9 @@ def test_agent_env_prompt():
         obs, info = env.reset(seed=3)
         text = obs["messages"][-1]["content"]
         assert "expert agent operating in the ALFRED Embodied Environment" in text
-        assert f"Your task is to: {info['task']}\n" in text
+        assert (
+            f"\nYour task is to: {info['task']}." in text
+        )  # the engine's line, in the observation
         assert "\n'inventory'\n'look'\n" in text  # quoted, one per line
         assert "'help'" not in text and "<think>" in text and "<action>" in text
         action = env.unwrapped.oracle_action()
@@ -158,6 +160,7 @@ def test_agent_env_prompt():
         assert info["action_is_valid"] and info["parsed_action"] == action
         text = obs["messages"][-1]["content"]
         assert "already taken 1 step(s)" in text and f"Action 1: '{action}'" in text
+        assert f"\nYour task is to: {info['task']}\n" in text
         obs, reward, _, _, info = env.step("no tags")
         assert not info["format_valid"] and reward == pytest.approx(-0.1)
     finally:

@@ -18,10 +18,11 @@ CLOSING = (
     "<action> </action> tags."
 )
 
+# as in the reference, the first prompt states the task only through the observation, whose
+# intro ends with the engine's own "Your task is to: ..." line
 TEMPLATE_NO_HISTORY = (
     INTRO
-    + "\nYour task is to: {task_description}\n"
-    + "Your current observation is: {current_observation}\n"
+    + "\nYour current observation is: {current_observation}\n"
     + "Your admissible actions of the current situation are:\n{admissible_actions}\n\n"
     + CLOSING
 )
