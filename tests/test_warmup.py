@@ -1,0 +1,165 @@
+"""Format warm-up: demonstrations parse under every env's agent spec, the warm-up lowers the
+completion loss of the tiny model, the warmed model is cached, and ``seed-gym train`` loads it.
+
+ALFWorld, WebShop and SearchQA build their data caches on first use (as the conformance tests do);
+after that each demonstration test takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import seed_gym
+from seed_gym.trainer.warmup import (
+    Step,
+    WarmupSettings,
+    build_warmup_model,
+    demonstrations,
+    ezpoints_think,
+    format_warmup,
+    render_completion,
+    sokoban_think,
+)
+
+ENVS = [
+    "seed_gym/Sokoban-v0",
+    "seed_gym/EZPoints-v0",
+    "seed_gym/ALFWorld-v0",
+    "seed_gym/WebShop-v0",
+    "seed_gym/SearchQA-v0",
+]
+
+
+@pytest.mark.parametrize("env_id", ENVS)
+def test_demonstrations_parse_under_the_env_spec(env_id):
+    spec = seed_gym.agent_spec(env_id)
+    rows = demonstrations(env_id, "train", 2, seed=3, noise=0.0)
+    assert rows
+    for row in rows:
+        parsed = spec.parse(row["completion"])
+        assert parsed.valid, (row["completion"], parsed.error)
+        assert parsed.thought  # the reasoning block is there and not empty
+        assert row["provenance"]["source"] == "oracle"
+        assert row["messages"][-1]["role"] == "user"
+    # the pure oracle wins both episodes: each ends in a winning step
+    assert len({r["provenance"]["episode"] for r in rows}) == 2
+
+
+@pytest.mark.parametrize("env_id", ENVS)
+def test_noisy_demonstrations_still_parse_and_are_seeded(env_id):
+    spec = seed_gym.agent_spec(env_id)
+    rows = demonstrations(env_id, "train", 2, seed=1, noise=0.5)
+    assert all(spec.parse(r["completion"]).valid for r in rows)
+    again = demonstrations(env_id, "train", 2, seed=1, noise=0.5)
+    assert [r["completion"] for r in rows] == [r["completion"] for r in again]
+    assert [r["messages"] for r in rows] == [r["messages"] for r in again]
+
+
+def test_noise_mixes_random_actions_in():
+    rows = demonstrations("seed_gym/Sokoban-v0", "train", 8, seed=0, noise=0.5)
+    sources = {r["provenance"]["source"] for r in rows}
+    assert sources == {"oracle", "noise"}
+    only_noise = demonstrations("seed_gym/EZPoints-v0", "train", 3, seed=0, noise=1.0)
+    assert {r["provenance"]["source"] for r in only_noise} == {"noise"}
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="noise"):
+        demonstrations("seed_gym/Sokoban-v0", "train", 1, noise=1.5)
+    with pytest.raises(ValueError, match="noise"):
+        WarmupSettings(noise=-0.1)
+    with pytest.raises(ValueError, match=">= 1"):
+        WarmupSettings(episodes=0)
+    with pytest.raises(ValueError, match="text-only"):
+        demonstrations("seed_gym/EZPoints-v0", "train", 1, modality="image")
+
+
+def test_reasoning_reads_only_the_observation():
+    grid = "# # # # #\n# P _ # #\n# _ X _ #\n# O _ √ #\n# # # # #"
+    step = Step("seed_gym/Sokoban-v0", grid, "Push every box onto a target.", "down", {})
+    assert sokoban_think(step) == (
+        "I am at (1, 1). Box at (2, 2). On target: (3, 3). Target at (3, 1). I move down."
+    )
+    assert render_completion(step) == f"<think>{sokoban_think(step)}</think><action>down</action>"
+    cards = "Cards: the Queen of Hearts and the 2 of Spades.\nFormula: 10 +"
+    step = Step("seed_gym/EZPoints-v0", cards, "", "2", {})
+    assert ezpoints_think(step) == (
+        "The cards count 10 and 2. The formula so far is '10 +'. I append 2."
+    )
+    search = Step("seed_gym/SearchQA-v0", "", "q", "<answer> Paris </answer>", {})
+    assert render_completion(search).endswith("</think><answer> Paris </answer>")
+
+
+def test_warmup_lowers_the_completion_loss_of_the_tiny_model():
+    import torch
+
+    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.sft import answer_nll, encode_row
+
+    torch.set_num_threads(1)
+    rows = demonstrations("seed_gym/EZPoints-v0", "train", 3, seed=0, noise=0.0)
+    policy = load_policy("tiny", seed=0)
+    examples = [encode_row(policy.tokenizer, r) for r in rows]
+
+    def loss() -> float:
+        with torch.no_grad():
+            return float(answer_nll(policy.model, examples, pad_id=policy.pad_id))
+
+    before = loss()
+    stats = format_warmup(
+        policy.model, policy.tokenizer, rows, epochs=3, lr=3e-3, micro_batch=4, val_fraction=0.0
+    )
+    after = loss()
+    assert after < before - 0.5
+    assert stats["rows"] == len(rows) and stats["steps"] == 3 * -(-len(rows) // 4)
+    assert stats["train_loss_last_epoch"] < stats["train_loss_first_epoch"]
+
+
+def test_build_caches_the_warmed_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
+    kw = {"episodes": 2, "epochs": 1, "lr": 1e-3, "bf16": False, "progress": False}
+    path = build_warmup_model("seed_gym/EZPoints-v0", "tiny", **kw)
+    assert (path / "config.json").exists() and path.is_relative_to(tmp_path / "models")
+    record = json.loads((path / "warmup.json").read_text())
+    assert record["env_id"] == "seed_gym/EZPoints-v0" and record["base"] == "tiny"
+    assert record["settings"]["episodes"] == 2 and record["oracle_rows"] > 0
+    stamp = (path / "warmup.json").stat().st_mtime_ns
+    assert build_warmup_model("seed_gym/EZPoints-v0", "tiny", **kw) == path  # cached
+    assert (path / "warmup.json").stat().st_mtime_ns == stamp
+    other = build_warmup_model("seed_gym/EZPoints-v0", "tiny", **{**kw, "noise": 0.0})
+    assert other != path
+    assert not list((tmp_path / "models").glob("*.tmp*"))
+
+
+def test_train_starts_from_the_warmed_model(tmp_path, monkeypatch):
+    """With lr 0 one GRPO iteration leaves the weights alone, so the run's final model must equal
+    the warmed folder's weights, not the seeded tiny model's."""
+    import torch
+
+    from seed_gym.trainer.config import tiny
+    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.train import train
+    from seed_gym.trainer.warmup import warmup_dir
+
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
+    cfg = tiny()
+    cfg.env, cfg.out, cfg.iterations, cfg.lr = "seed_gym/Sokoban-v0", str(tmp_path / "run"), 1, 0.0
+    cfg.format_warmup_episodes, cfg.format_warmup_lr = 2, 1e-3
+    cfg.eval_splits, cfg.progress, cfg.tensorboard = ("seen",), False, False
+    train(cfg)
+    warm = warmup_dir(
+        cfg.env,
+        "tiny",
+        WarmupSettings(episodes=2, epochs=cfg.format_warmup_epochs, lr=1e-3, bf16=cfg.bf16),
+    )
+    assert (warm / "warmup.json").exists()
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["model"] == "tiny" and saved["format_warmup_episodes"] == 2
+    final = load_policy(str(tmp_path / "run" / "model")).model.state_dict()
+    warmed = load_policy(str(warm)).model.state_dict()
+    base = load_policy("tiny", seed=cfg.seed).model.state_dict()
+    key = "model.layers.0.self_attn.q_proj.weight"
+    assert torch.equal(final[key], warmed[key])
+    assert not torch.equal(final[key], base[key])
