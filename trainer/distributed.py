@@ -1,0 +1,298 @@
+"""Data-parallel training across processes with ``torch.distributed`` (torchrun; gloo or NCCL).
+
+    torchrun --nproc_per_node 2 -m seed_gym.trainer.train --env ... --out RUN_DIR   # 2 processes
+    seed-gym train ...                                                              # 1 process
+
+``train.py`` calls into this module at a few points; with one process every helper is the
+identity, so a plain run does exactly what it did before.
+
+Description:
+    Every rank holds a full copy of the policy (same seed, then a broadcast from rank 0 makes it
+    bit-identical). Each iteration:
+
+    1. **Rollout.** ``--dist-rollout shard`` (default): rank r collects a contiguous block of the
+       B tasks (all G copies of each) with its own sampling seed, then the trajectories are
+       gathered so every rank holds all B·G of them, in task order, with the ids a one-process
+       run would give them. ``--dist-rollout rank0``: rank 0 collects all B tasks with the
+       one-process seed and broadcasts them, so the run is the same as a one-process run (the
+       reproducibility mode; the other ranks idle during rollouts).
+    2. **Update.** Advantages are computed on the full set (identical on every rank). Each
+       mini-batch is split across ranks (strided over the length-sorted samples, which balances
+       tokens); every rank runs forward/backward on its share with the token-mean denominator of
+       the *whole* mini-batch, so summing the gradients over ranks (one ``all_reduce`` of a flat
+       buffer per optimizer step) gives the one-process gradient exactly, up to float summation
+       order. Clipping and the AdamW step then run identically on every rank.
+    3. **Metrics** of the update are gathered from all ranks; rank 0 alone writes the run
+       directory (config, metrics, TensorBoard, checkpoints, the final model) and runs the eval.
+
+Why not ``DistributedDataParallel``: ranks may get different numbers of micro-batches (uneven
+shards, or none at all when a mini-batch has fewer samples than ranks), which DDP's per-backward
+hooks cannot handle without padding work, and the loss is normalised by the token count of the
+global mini-batch rather than averaged per rank. A single summed all-reduce after gradient
+accumulation is what DDP does with ``no_sync`` and is simple to verify.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+ROLLOUT_MODES = ("shard", "rank0")
+
+
+@dataclass
+class DistContext:
+    """Where this process sits in the job. ``world_size == 1`` means not distributed."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    rollout: str = "shard"  # "shard" | "rank0"
+    backend: str | None = None  # "gloo" | "nccl" when initialised here
+    _owns_group: bool = field(default=False, repr=False)
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # --- sharding --------------------------------------------------------------------------------
+    def rollout_groups(self, n_groups: int) -> list[int]:
+        """Indices of the B task groups this rank collects (contiguous, so gathering in rank order
+        restores task order)."""
+        if not self.enabled:
+            return list(range(n_groups))
+        if self.rollout == "rank0":
+            return list(range(n_groups)) if self.is_main else []
+        return [int(i) for i in np.array_split(np.arange(n_groups), self.world_size)[self.rank]]
+
+    def rollout_seed(self, seed: int) -> int:
+        """The sampling seed of this rank's rollouts: the one-process seed unless ranks sample
+        different tasks in parallel (then an independent stream per rank)."""
+        if not self.enabled or self.rollout == "rank0":
+            return seed
+        return int(
+            np.random.SeedSequence([int(seed), self.rank]).generate_state(1, np.uint64)[0] >> 2
+        )
+
+    def shard(self, items: Sequence[Any]) -> list[Any]:
+        """This rank's share of a (length-sorted) mini-batch: every world_size-th item."""
+        if not self.enabled:
+            return list(items)
+        return list(items)[self.rank :: self.world_size]
+
+    # --- rollouts --------------------------------------------------------------------------------
+    def make_pool(
+        self,
+        make_group_pool: Callable[..., Any],
+        env_id: str,
+        tasks: Sequence[str],
+        group_size: int,
+        **kwargs: Any,
+    ) -> Any:
+        """``make_group_pool`` for this rank's share of the B task groups (``_NoPool`` when it has
+        none); with one process, exactly ``make_group_pool(env_id, tasks, group_size, **kwargs)``."""
+        n = len(self.rollout_groups(len(tasks)))
+        if n == 0:
+            return _NoPool(group_size)
+        return make_group_pool(env_id, list(tasks)[:n], group_size, **kwargs)
+
+    def collect(
+        self,
+        collect_fn: Callable[..., list],
+        pool: Any,
+        engine: Any,
+        task_ids: Sequence[str],
+        env_seeds: Sequence[int],
+        **kwargs: Any,
+    ) -> list:
+        """``collect_fn(pool, engine, task_ids, env_seeds, **kwargs)`` on this rank's share of the
+        groups (per-group ``skills`` are sharded too), then every rank gets all trajectories (see
+        the module docstring). One process: a plain call."""
+        if not self.enabled:
+            return collect_fn(pool, engine, task_ids, env_seeds, **kwargs)
+        groups = self.rollout_groups(len(task_ids))
+        trajs: list = []
+        if groups:
+            kw = dict(kwargs)
+            if kw.get("skills") is not None:
+                kw["skills"] = [kw["skills"][b] for b in groups]
+            if "seed" in kw:
+                kw["seed"] = self.rollout_seed(kw["seed"])
+            trajs = collect_fn(
+                pool, engine, [task_ids[b] for b in groups], [env_seeds[b] for b in groups], **kw
+            )
+        g_size = int(getattr(pool, "group_size", 1))
+        return self.gather_trajectories(trajs, groups, g_size, kwargs.get("prefix", ""))
+
+    # --- collectives -----------------------------------------------------------------------------
+    def gather_trajectories(
+        self, trajs: list, groups: list[int], group_size: int, prefix: str
+    ) -> list:
+        """All ranks' trajectories in task order, renamed to the one-process ids
+        (``{prefix}b{b}-g{g}``, group ``{prefix}b{b}``)."""
+        if not self.enabled:
+            return trajs
+        # local ids count groups from 0 on every rank: make them global
+        for k, traj in enumerate(trajs):
+            b, g = groups[k // group_size], k % group_size
+            traj.traj_id, traj.group_id = f"{prefix}b{b}-g{g}", f"{prefix}b{b}"
+        import torch.distributed as dist
+
+        if self.rollout == "rank0":
+            box = [trajs if self.is_main else None]
+            dist.broadcast_object_list(box, src=0)
+            return box[0]
+        parts: list[Any] = [None] * self.world_size
+        dist.all_gather_object(parts, trajs)
+        return [t for part in parts for t in part]
+
+    def all_reduce_gradients(self, params: Sequence[Any]) -> None:
+        """Sum gradients over ranks in one collective (a rank without samples sends zeros)."""
+        if not self.enabled:
+            return
+        import torch
+        import torch.distributed as dist
+
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = torch.cat([g.reshape(-1) for g in grads])  # [sum of numel]
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.grad = flat[offset : offset + n].view_as(p).clone()
+            offset += n
+
+    def broadcast_parameters(self, model: Any) -> None:
+        """Make every rank's weights (and buffers) rank 0's."""
+        if not self.enabled:
+            return
+        import torch.distributed as dist
+
+        for t in list(model.parameters()) + list(model.buffers()):
+            dist.broadcast(t.data, src=0)
+
+    def gather_stats(
+        self, stats: dict[str, list[float]], replicated: Sequence[str] = ("grad_norm",)
+    ) -> dict[str, list[float]]:
+        """Concatenate per-micro-batch statistics of all ranks (keys in ``replicated`` are the
+        same on every rank after the gradient all-reduce and are kept as they are)."""
+        if not self.enabled:
+            return stats
+        import torch.distributed as dist
+
+        parts: list[Any] = [None] * self.world_size
+        dist.all_gather_object(parts, stats)
+        out: dict[str, list[float]] = {}
+        for part in parts:
+            for k, v in part.items():
+                if k not in replicated:
+                    out.setdefault(k, []).extend(v)
+        for k in replicated:
+            if k in stats:
+                out[k] = stats[k]
+        return out
+
+    def barrier(self) -> None:
+        if self.enabled:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def shutdown(self) -> None:
+        """Destroy the process group if this context created it."""
+        if self._owns_group:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            self._owns_group = False
+
+
+def env_world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def init_distributed(
+    *, rollout: str = "shard", backend: str | None = None, timeout_s: float = 7200.0
+) -> DistContext:
+    """Join the job torchrun started (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
+    ``MASTER_PORT``), or return a one-process context when there is none.
+
+    ``backend``: ``gloo`` on CPU, ``nccl`` when CUDA is there (default: chosen that way).
+    ``timeout_s`` bounds how long ranks wait for each other; rank 0 alone runs evals, so it must
+    cover an eval.
+    """
+    if rollout not in ROLLOUT_MODES:
+        raise ValueError(f"dist rollout must be one of {ROLLOUT_MODES}, got {rollout!r}")
+    world = env_world_size()
+    if world <= 1:
+        return DistContext(rollout=rollout)
+    missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
+    if missing:
+        raise RuntimeError(
+            f"WORLD_SIZE={world} but {', '.join(missing)} unset: launch with torchrun "
+            "(torchrun --nproc_per_node N -m seed_gym.trainer.train ...)"
+        )
+    import torch
+    import torch.distributed as dist
+
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    owns = False
+    if not dist.is_initialized():
+        if backend == "nccl":
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group(backend=backend, timeout=timedelta(seconds=timeout_s))
+        owns = True
+    return DistContext(
+        rank=rank,
+        world_size=world,
+        local_rank=local_rank,
+        rollout=rollout,
+        backend=backend,
+        _owns_group=owns,
+    )
+
+
+def resolve_device(requested: str, ctx: DistContext) -> str:
+    """``auto``: this rank's GPU (``cuda:LOCAL_RANK``) when CUDA is there, else ``cpu``."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda:{ctx.local_rank % torch.cuda.device_count()}"
+    return "cpu"
+
+
+class NullLogger:
+    """What ranks other than 0 log to: nothing."""
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _NoPool:
+    """The env pool of a rank that collects nothing this run (``--dist-rollout rank0``)."""
+
+    def __init__(self, group_size: int):
+        self.group_size = group_size
+
+    def __len__(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
