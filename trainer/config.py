@@ -186,13 +186,6 @@ class TrainConfig:
     """under torchrun: shard (each rank collects its share of the B tasks) or rank0 (rank 0
     collects all of them: the same episodes as one process)"""
 
-    # --- devices and processes (torchrun) ----------------------------------------------------
-    device: str = "cpu"
-    """where the policy lives: cpu, cuda, cuda:N, or auto (this rank's GPU if CUDA is there)"""
-    dist_rollout: str = "shard"
-    """under torchrun: shard (each rank collects its share of the B tasks) or rank0 (rank 0
-    collects all of them: the same episodes as one process)"""
-
     # --- eval, logging, checkpoints -----------------------------------------------------------
     eval_every: int = 0
     """evaluate every N iterations (and after the last); 0: only after the last"""
@@ -270,8 +263,6 @@ class TrainConfig:
             raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
         if self.backend not in ("local", "subprocess", "ray"):
             raise ValueError(f"unknown backend {self.backend!r}")
-        if self.dist_rollout not in ("shard", "rank0"):
-            raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
         if self.dist_rollout not in ("shard", "rank0"):
             raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
         if self.max_turns is not None and self.max_turns < 1:
