@@ -325,7 +325,7 @@ def smollm2_cpu() -> TrainConfig:
         model="smollm2",
         bf16=True,
         threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
-        iterations=4,
+        iterations=3,  # with SEED (Stage 1 + analyze + rescore) about 15-20 min on 2 cores
         tasks_per_iter=2,
         group_size=4,
         max_new_tokens=64,
@@ -336,7 +336,7 @@ def smollm2_cpu() -> TrainConfig:
         eval_tasks=2,
         eval_every=0,
         # SEED: a small Stage 1 and a short analyzer so `--algo seed` finishes in minutes
-        analyzer_max_new_tokens=96,
+        analyzer_max_new_tokens=128,
         analyzer_budget=768,
         sft_tasks_per_type=2,
         sft_rollouts=4,
