@@ -137,6 +137,7 @@ def collect(
                 top_p=sampling.top_p,
                 stop=stop,
                 seed=turn_seed(seed, turn),
+                **_image_kwargs([obs[i] for i in live]),
             )
             results = pool.step(live, [g.text for g in gens])
             still: list[int] = []
@@ -195,6 +196,12 @@ def _with_skill(
         getattr(spec, "task_markers", DEFAULT_TASK_MARKERS),
         getattr(spec, "fallback_marker", DEFAULT_FALLBACK_MARKER),
     )
+
+
+def _image_kwargs(observations: list[Any]) -> dict[str, Any]:
+    """``images=`` for the engine when an observation carries pictures (text stays as it was)."""
+    images = [list(o.get("images") or []) for o in observations]
+    return {"images": images} if any(images) else {}
 
 
 # --- summaries ----------------------------------------------------------------------------------

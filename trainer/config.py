@@ -346,7 +346,17 @@ def smollm2_cpu() -> TrainConfig:
     )
 
 
+def tiny_vlm() -> TrainConfig:
+    """The tiny LLaVA-style model (random tiny CLIP tower + the tiny Llama) on image observations:
+    the vision-language path end to end in seconds. Stage 1 is skipped (``no_sft``): its base
+    rollouts are text-only."""
+    return dataclasses.replace(
+        tiny(), preset="tiny-vlm", model="tiny-vlm", modality="image", no_sft=True
+    )
+
+
 PRESETS: dict[str, Callable[[], TrainConfig]] = {"tiny": tiny, "smollm2-cpu": smollm2_cpu}
+PRESETS["tiny-vlm"] = tiny_vlm
 
 
 # --- CLI ----------------------------------------------------------------------------------------

@@ -87,6 +87,26 @@ def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     return torch.full_like(logits, float("-inf")).scatter(-1, sorted_idx, sorted_logits)
 
 
+def _image_token_ids(processor: Any | None) -> list[int]:
+    """Ids a VLM must not sample: its image token(s)."""
+    if processor is None:
+        return []
+    tokenizer = processor.tokenizer
+    ids = {getattr(processor, "image_token_id", None)}
+    ids.add(tokenizer.convert_tokens_to_ids(getattr(processor, "image_token", "<image>")))
+    unk = tokenizer.unk_token_id
+    return sorted(int(i) for i in ids if i is not None and i != unk and 0 <= i < len(tokenizer))
+
+
+def _suppress(logits: torch.Tensor, ids: list[int]) -> torch.Tensor:
+    """``logits`` with ``ids`` masked to -inf (a copy), or ``logits`` itself when ``ids`` is empty."""
+    if not ids:
+        return logits
+    out = logits.clone()
+    out[:, ids] = float("-inf")
+    return out
+
+
 class HFEngine:
     """Batched sampling from a Hugging Face causal LM on this process's device.
 
@@ -99,13 +119,27 @@ class HFEngine:
         max_batch: prompts per forward pass; longer prompt lists are processed in chunks.
         autocast_bf16: sample under bf16 autocast (faster on CPU; logprobs then differ slightly
             from an fp32 recomputation).
+        processor: a vision-language policy's processor; then ``generate(..., images=...)``
+            sends pictures with the prompts (``trainer/vision.py``), and the image token is never
+            sampled (it would ask for a picture that is not there; its probability mass still
+            counts in the reported logprobs, as top-p's does).
     """
 
-    def __init__(self, model, tokenizer, *, max_batch: int = 64, autocast_bf16: bool = False):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_batch: int = 64,
+        autocast_bf16: bool = False,
+        processor: Any | None = None,
+    ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.model = model
         self.tokenizer = tokenizer
+        self.processor = processor
+        self.suppress_ids = _image_token_ids(processor)  # [] for text policies
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
         self.eos_ids = self._eos_ids(model, tokenizer)
@@ -145,11 +179,18 @@ class HFEngine:
         top_p: float = 1.0,
         stop: Sequence[str] = (),
         seed: int | None = None,
+        images: Sequence[Sequence[Any]] | None = None,
     ) -> list[Generation]:
+        """``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
+        needs the engine's ``processor``."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if images is not None and any(images):
+            return self._generate_with_images(
+                prompts, images, max_new_tokens, temperature, top_p, stop, seed
+            )
         encoded = [self._encode(p) for p in prompts]
         if any(len(p) == 0 for p in encoded):
             raise ValueError("empty prompt")
@@ -179,6 +220,45 @@ class HFEngine:
                 out[i] = g
         return out  # type: ignore[return-value]
 
+    def _generate_with_images(
+        self, prompts, images, max_new_tokens, temperature, top_p, stop, seed
+    ) -> list[Generation]:
+        """``generate`` for prompts with pictures: same seeding and batching, pixel values with
+        the first forward pass of each chunk (the KV cache carries them afterwards)."""
+        from seed_gym.trainer.vision import encode_image_prompt
+
+        if len(images) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(images)} image lists")
+        encoded = [
+            encode_image_prompt(self.processor, p, imgs) if imgs else self._encode(p)
+            for p, imgs in zip(prompts, images, strict=True)
+        ]
+        if any(len(p) == 0 for p in encoded):
+            raise ValueError("empty prompt")
+        if seed is None:
+            seed = int(torch.randint(2**62, (1,)).item())
+        row_seeds = [
+            int(s >> 2)
+            for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
+        ]
+        order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
+        out: list[Generation | None] = [None] * len(encoded)
+        for start in range(0, len(order), self.max_batch):
+            idx = order[start : start + self.max_batch]
+            chunk = self._generate_batch(
+                [encoded[i] for i in idx],
+                max_new_tokens,
+                temperature,
+                top_p,
+                list(stop),
+                [row_seeds[i] for i in idx],
+                row_images=[images[i] for i in idx],
+            )
+            for i, g in zip(idx, chunk, strict=True):
+                g.prompt_ids = encoded[i]
+                out[i] = g
+        return out  # type: ignore[return-value]
+
     @torch.no_grad()
     def _generate_batch(
         self,
@@ -188,6 +268,7 @@ class HFEngine:
         top_p: float,
         stop: list[str],
         row_seeds: list[int],
+        row_images: list[Sequence[Any]] | None = None,
     ) -> list[Generation]:
         from seed_gym.trainer.models import autocast
 
@@ -220,6 +301,10 @@ class HFEngine:
                 step_ids, step_mask, step_pos = input_ids, attention, positions
                 for t in range(max_new_tokens):
                     kwargs = {self._cache_field: cache} if cache is not None else {}
+                    if cache is None and row_images is not None:  # pictures: first pass only
+                        from seed_gym.trainer.vision import image_inputs
+
+                        kwargs.update(image_inputs(self.processor, row_images, device))
                     out = model(
                         input_ids=step_ids,
                         attention_mask=step_mask,
@@ -230,8 +315,9 @@ class HFEngine:
                     )
                     cache = getattr(out, self._cache_field)
                     logits = out.logits[:, -1].float()  # [b, V]
+                    pick = _suppress(logits, self.suppress_ids)  # [b, V]; logits if none
                     if temperature > 0:
-                        scaled = logits / temperature  # [b, V]
+                        scaled = pick / temperature  # [b, V]
                         probs = torch.softmax(_top_p_filter(scaled, top_p), dim=-1)  # [b, V]
                         # inverse-CDF sampling with one uniform per row from the row's stream
                         u = torch.cat([torch.rand(1, generator=gens[r]) for r in alive])  # [b]
@@ -239,7 +325,7 @@ class HFEngine:
                         tok = torch.searchsorted(cdf, u.to(device).unsqueeze(-1), right=True)
                         tok = tok.squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [b]
                     else:
-                        tok = logits.argmax(-1)  # [b]
+                        tok = pick.argmax(-1)  # [b]
                     lp, _ = token_logprobs_from_logits(logits, tok, temperature=temperature)  # [b]
                     is_eos = torch.isin(tok, eos)  # [b]
                     keep: list[int] = []

@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -162,6 +163,8 @@ def response_logprobs(
     with_entropy: bool = False,
     temperature: float = 1.0,
     sort_by_length: bool = True,
+    images: Sequence[Sequence[Any]] | None = None,
+    processor: Any = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     """Per-token logprobs of ``responses[i]`` after ``prompts[i]``: a list of fp32 CPU tensors
     ``[L_i]`` (and entropies ``[L_i]`` if asked), in input order.
@@ -169,6 +172,9 @@ def response_logprobs(
     Runs ``micro_batch`` pairs per forward pass; with ``sort_by_length`` pairs of similar length
     share a micro-batch, which wastes less compute on padding (results do not depend on it up to
     floating-point noise).
+
+    Vision-language policies: ``images[i]`` are the pictures of prompt i (whose ids already hold
+    the expanded image tokens) and ``processor`` turns them into pixel values.
     """
     if micro_batch < 1:
         raise ValueError(f"micro_batch must be >= 1, got {micro_batch}")
@@ -187,8 +193,17 @@ def response_logprobs(
         for start in range(0, n, micro_batch):
             idx = order[start : start + micro_batch]
             batch = pack([prompts[i] for i in idx], [responses[i] for i in idx], pad_id=pad_id)
+            vision = {}
+            if images is not None:  # pixel values of this micro-batch's rows, in row order
+                from seed_gym.trainer.vision import image_inputs
+
+                vision = image_inputs(processor, [images[i] for i in idx], device)
             lp, ent = packed_logprobs(
-                model, batch.to(device), temperature=temperature, with_entropy=with_entropy
+                model,
+                batch.to(device),
+                temperature=temperature,
+                with_entropy=with_entropy,
+                **vision,
             )
             lp = lp.float().cpu()
             ent = ent.float().cpu() if ent is not None else None

@@ -205,6 +205,124 @@ def tiny_model(tokenizer, *, seed: int = 0, hidden: int = 64, layers: int = 2):
     return model
 
 
+# --- vision-language: a LLaVA-style model assembled offline ------------------------------------
+IMAGE_TOKEN = "<image>"  # the agent env's placeholder; the processor expands it into image tokens
+
+
+def vlm_processor(tokenizer, *, image_size: int = 64, patch_size: int = 16):
+    """A ``LlavaProcessor`` around ``tokenizer`` (``<image>`` added as a special token) and a PIL
+    CLIP image processor (resize + center crop to ``image_size``; no torchvision needed).
+
+    Each picture becomes ``(image_size // patch_size) ** 2`` image tokens: the CLIP tower adds a
+    CLS position (``num_additional_image_tokens=1``) that the ``default`` feature strategy drops.
+    """
+    from transformers import LlavaProcessor
+
+    try:  # transformers 5: the PIL backend under its own name (the default needs torchvision)
+        from transformers import CLIPImageProcessorPil as ImageProcessor
+    except ImportError:  # pragma: no cover - transformers 4.x: the slow processor is PIL-based
+        from transformers import CLIPImageProcessor as ImageProcessor
+    if IMAGE_TOKEN not in tokenizer.get_vocab():
+        tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
+    image_processor = ImageProcessor(
+        size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}
+    )
+    return LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        patch_size=patch_size,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        image_token=IMAGE_TOKEN,
+        chat_template=tokenizer.chat_template,
+    )
+
+
+def llava_from_decoder(
+    text_config,
+    processor,
+    *,
+    seed: int = 0,
+    image_size: int = 64,
+    patch_size: int = 16,
+    vision_hidden: int = 32,
+    vision_layers: int = 2,
+):
+    """A ``LlavaForConditionalGeneration`` with a seeded random tiny CLIP vision tower, a random
+    projector and a (random) decoder of ``text_config``; load decoder weights afterwards with
+    ``load_decoder``. Does not touch the global RNG state."""
+    import torch
+    from transformers import CLIPVisionConfig, LlavaConfig, LlavaForConditionalGeneration
+
+    vision = CLIPVisionConfig(
+        hidden_size=vision_hidden,
+        intermediate_size=2 * vision_hidden,
+        num_hidden_layers=vision_layers,
+        num_attention_heads=2,
+        image_size=image_size,
+        patch_size=patch_size,
+        projection_dim=vision_hidden,
+    )
+    tokenizer = processor.tokenizer
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text_config,
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+        projector_hidden_act="gelu",
+        image_seq_length=(image_size // patch_size) ** 2,
+        tie_word_embeddings=getattr(text_config, "tie_word_embeddings", True),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlavaForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def load_decoder(vlm, causal_lm) -> None:
+    """Copy a causal LM's weights (embeddings, layers, head) into the VLM's decoder."""
+    vlm.model.language_model.load_state_dict(causal_lm.model.state_dict())
+    vlm.lm_head.load_state_dict(causal_lm.lm_head.state_dict())
+    if getattr(vlm.config, "tie_word_embeddings", False):
+        vlm.tie_weights()
+
+
+def tiny_vlm(*, seed: int = 0):
+    """(model, processor): the tiny Llama of ``tiny_model`` as the decoder of a LLaVA-style model
+    with a random tiny CLIP tower (~0.2 M parameters, 16 image tokens per picture). For tests."""
+    processor = vlm_processor(tiny_tokenizer())
+    decoder = tiny_model(processor.tokenizer, seed=seed)
+    model = llava_from_decoder(decoder.config, processor, seed=seed)
+    load_decoder(model, decoder)
+    return model, processor
+
+
+def smollm2_vlm(*, seed: int = 0):
+    """(model, processor): SmolLM2-135M-Instruct as the decoder of a LLaVA-style model with a
+    random tiny CLIP tower. The decoder is real, the vision side is untrained (plumbing, not
+    vision): the model sees noise features on its image tokens until it is trained."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = build_smollm2()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.eos_token = tokenizer.pad_token = EOS_TOKEN
+    if not getattr(tokenizer, "chat_template", None):
+        tokenizer.chat_template = CHATML_TEMPLATE
+    processor = vlm_processor(tokenizer)
+    decoder = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    decoder.resize_token_embeddings(len(tokenizer))  # room for <image>
+    model = llava_from_decoder(decoder.config, processor, seed=seed)
+    load_decoder(model, decoder)
+    return model, processor
+
+
+VLM_BUILDERS = {"tiny-vlm": tiny_vlm, "smollm2-vlm": smollm2_vlm}
+
+
 # --- loading ------------------------------------------------------------------------------------
 def load_policy(
     name_or_path: str,
@@ -226,6 +344,9 @@ def load_policy(
     if name_or_path == "tiny":
         tokenizer = tiny_tokenizer()
         model = tiny_model(tokenizer, seed=seed)
+    elif name_or_path in VLM_BUILDERS:  # LLaVA-style, assembled offline (random vision tower)
+        model, processor = VLM_BUILDERS[name_or_path](seed=seed)
+        tokenizer = processor.tokenizer
     else:
         path = build_smollm2() if name_or_path == "smollm2" else Path(name_or_path).expanduser()
         if not (Path(path) / "config.json").exists():

@@ -118,6 +118,29 @@ def default_encode_prompt(tokenizer: Any) -> Callable[[list[dict[str, Any]]], li
     return lambda messages: encode_chat(tokenizer, messages)
 
 
+def _split_processor(tokenizer: Any) -> tuple[Any | None, Any]:
+    """(processor, tokenizer): a vision-language policy passes its processor as ``tokenizer``."""
+    from seed_gym.trainer.vision import is_processor
+
+    if is_processor(tokenizer):
+        return tokenizer, tokenizer.tokenizer
+    return None, tokenizer
+
+
+def _image_encoder(
+    processor: Any, images: Sequence[Any]
+) -> Callable[[list[dict[str, Any]]], list[int]]:
+    from seed_gym.trainer.vision import encode_image_prompt
+
+    return lambda messages: encode_image_prompt(processor, messages, images)
+
+
+def sanitize_skill(skill: str | None, processor: Any) -> str | None:
+    from seed_gym.trainer.vision import sanitize_skill as _sanitize
+
+    return _sanitize(skill, processor)
+
+
 def teacher_inputs(
     tokenizer: Any,
     samples: Sequence[StepSample],
@@ -134,23 +157,29 @@ def teacher_inputs(
         raise ValueError(f"{len(samples)} samples but {len(skills)} skills")
     if verify_plain not in ("warn", "raise", "off"):
         raise ValueError(f"verify_plain must be 'warn', 'raise' or 'off', not {verify_plain!r}")
+    processor, tokenizer = _split_processor(tokenizer)
     encode = encode_prompt or default_encode_prompt(tokenizer)
     scored, prompts, responses, where = [], [], [], ["none"] * len(samples)
     mismatches = 0
     for i, (sample, skill) in enumerate(zip(samples, skills, strict=True)):
         if skill is None:
             continue
-        if sample.images:
-            raise NotImplementedError(
-                "teacher_logprobs rescoring is text-only; image prompts need the processor path"
-            )
-        if verify_plain != "off" and list(encode(sample.messages)) != list(sample.prompt_ids):
+        enc = encode
+        if sample.images:  # the same pictures, the skill text around their placeholders
+            if processor is None:
+                raise NotImplementedError(
+                    "teacher_logprobs rescoring of image samples needs the policy's processor "
+                    "(pass it as `tokenizer`); text-only tokenizers cannot encode pictures"
+                )
+            enc = _image_encoder(processor, sample.images)
+            skill = sanitize_skill(skill, processor)
+        if verify_plain != "off" and list(enc(sample.messages)) != list(sample.prompt_ids):
             mismatches += 1
         messages, where[i] = insert_skill(
             sample.messages, skill, task_markers, fallback_marker, return_where=True
         )
         scored.append(i)
-        prompts.append(list(encode(messages)))
+        prompts.append(list(enc(messages)))
         responses.append(list(sample.response_ids))
     if mismatches:
         msg = (
@@ -184,16 +213,21 @@ def teacher_logprobs(
     with the generation prompt). ``verify_plain`` ("warn" | "raise" | "off") re-encodes the *plain*
     messages and compares them with the stored ``prompt_ids``: a mismatch means teacher and student
     prompts are tokenized differently and the gap would measure tokenization, not the skill.
-    Image samples are not supported (text-only rescoring): they raise ``NotImplementedError``.
+    Image samples (vision-language policies): pass the policy's processor as ``tokenizer``; the
+    pictures go with both prompts and a skill cannot add image placeholders. With a plain
+    tokenizer they raise ``NotImplementedError``.
     ``temperature`` scales the logits as for the student logprobs the loss compares them with.
     """
     import torch
 
     from seed_gym.trainer.logprobs import response_logprobs
 
+    processor, text_tokenizer = _split_processor(tokenizer)
     if pad_id is None:
         pad_id = (
-            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+            text_tokenizer.pad_token_id
+            if text_tokenizer.pad_token_id is not None
+            else text_tokenizer.eos_token_id
         )
     inputs = teacher_inputs(
         tokenizer,
@@ -214,6 +248,7 @@ def teacher_logprobs(
             micro_batch=micro_batch,
             pad_id=pad_id,
             temperature=temperature,
+            **_image_args(processor, [samples[i] for i in scored]),
         )
         for i, lp in zip(scored, lps, strict=True):
             per_sample[i] = lp
@@ -227,6 +262,13 @@ def teacher_logprobs(
         if skills[i]:  # "" is the no-insertion control: scored, but not a teacher
             mask[i, : len(lp)] = 1.0
     return TeacherScores(logprobs, mask, per_sample, where)
+
+
+def _image_args(processor: Any | None, samples: Sequence[StepSample]) -> dict[str, Any]:
+    """``images=`` / ``processor=`` for ``response_logprobs`` when a sample carries pictures."""
+    if processor is None or not any(s.images for s in samples):
+        return {}
+    return {"images": [list(s.images) for s in samples], "processor": processor}
 
 
 # --- per-trajectory bookkeeping -----------------------------------------------------------------

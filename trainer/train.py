@@ -207,6 +207,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         teacher_batch,
         write_iteration_logs,
     )
+    from seed_gym.trainer.vision import image_inputs
     from seed_gym.wrappers.group import make_group_pool
 
     # --- setup ----------------------------------------------------------------------------------
@@ -237,7 +238,13 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
     policy = load_policy(cfg.sft_model or policy_base, seed=cfg.seed, lora=lora, device=device)
     model, tokenizer = policy.model, policy.tokenizer
-    engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
+    engine = HFEngine(
+        model,
+        tokenizer,
+        max_batch=cfg.gen_batch,
+        autocast_bf16=cfg.bf16,
+        processor=policy.processor,  # vision-language policies: pictures go with the prompts
+    )
     training = cfg.algo != "prompt"
     skill_fn = make_skill_source(cfg, engine, tokenizer)  # None for grpo / prompt
     distill = distills(cfg)  # seed, static-skills, opsd: rescoring + OPD (or teacher advantages)
@@ -357,6 +364,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                         micro_batch=cfg.micro_batch,
                         pad_id=policy.pad_id,
                         temperature=cfg.temperature,
+                        images=[s.images for s, _ in samples],
+                        processor=policy.processor,
                     )
                 old_lp = [o.tolist() for o in olds]
                 times["old_logprobs"] = time.perf_counter() - t0
@@ -377,7 +386,13 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             if distill:
                 t0 = time.perf_counter()
                 teacher, gaps = rescore(
-                    cfg, model, tokenizer, spec, trajs, skills, pad_id=policy.pad_id
+                    cfg,
+                    model,
+                    policy.processor or tokenizer,
+                    spec,
+                    trajs,
+                    skills,
+                    pad_id=policy.pad_id,
                 )
                 teacher_of = {  # step -> teacher logprobs (None: no skill)
                     id(s): lp
@@ -422,6 +437,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                             pad_id=policy.pad_id,
                         )
                         batch = batch.to(device)
+                        # pixel values of the rows' pictures ({} for text samples)
+                        vision = image_inputs(
+                            policy.processor, [samples[i][0].images for i in idx], device
+                        )
                         mask = batch.response_mask  # [n, L]
                         old_logprobs = torch.zeros_like(mask)  # [n, L]
                         for row, i in enumerate(idx):
@@ -444,7 +463,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                                 )
                         with autocast(cfg.bf16):
                             logprobs, entropy = packed_logprobs(
-                                model, batch, temperature=cfg.temperature, with_entropy=True
+                                model,
+                                batch,
+                                temperature=cfg.temperature,
+                                with_entropy=True,
+                                **vision,
                             )  # [n, L], [n, L]
                         pg_loss, pg_stats = ppo_clip_loss(
                             logprobs,
@@ -465,12 +488,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                             with torch.no_grad(), autocast(cfg.bf16):
                                 if ref_model is not None:
                                     ref_lp, _ = packed_logprobs(
-                                        ref_model, batch, temperature=cfg.temperature
+                                        ref_model, batch, temperature=cfg.temperature, **vision
                                     )
                                 else:
                                     with model.disable_adapter():
                                         ref_lp, _ = packed_logprobs(
-                                            model, batch, temperature=cfg.temperature
+                                            model, batch, temperature=cfg.temperature, **vision
                                         )
                             kl = kl_k3(logprobs, ref_lp)  # [n, L]
                             loss = loss + cfg.kl_coef * token_mean(kl, mask, num_tokens=n_tokens)
