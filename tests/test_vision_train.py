@@ -110,12 +110,18 @@ def test_engine_logprobs_equal_recomputed_ones_for_image_prompts(policy, env_id)
     assert [g.ids for g in regen] == [g.ids for g in gens]
 
 
-def test_text_policy_refuses_pictures_clearly():
+def test_text_policy_sees_placeholders_as_before():
     text = load_policy("tiny")
     engine = HFEngine(text.model, text.tokenizer)
     obs = _image_obs("seed_gym/Sokoban-v0")
+    plain = engine.generate([obs["messages"]], max_new_tokens=4, seed=1)
+    with pytest.warns(UserWarning, match="placeholders"):
+        with_images = engine.generate(
+            [obs["messages"]], max_new_tokens=4, seed=1, images=[obs["images"]]
+        )
+    assert [g.ids for g in with_images] == [g.ids for g in plain]
     with pytest.raises(ValueError, match="vision-language"):
-        engine.generate([obs["messages"]], max_new_tokens=2, images=[obs["images"]])
+        encode_image_prompt(None, obs["messages"], obs["images"])
 
 
 def test_rescore_image_sample_with_a_skill(policy):

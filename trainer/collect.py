@@ -137,7 +137,7 @@ def collect(
                 top_p=sampling.top_p,
                 stop=stop,
                 seed=turn_seed(seed, turn),
-                **_image_kwargs([obs[i] for i in live]),
+                **_image_kwargs(engine, [obs[i] for i in live]),
             )
             results = pool.step(live, [g.text for g in gens])
             still: list[int] = []
@@ -198,8 +198,11 @@ def _with_skill(
     )
 
 
-def _image_kwargs(observations: list[Any]) -> dict[str, Any]:
-    """``images=`` for the engine when an observation carries pictures (text stays as it was)."""
+def _image_kwargs(engine: Any, observations: list[Any]) -> dict[str, Any]:
+    """``images=`` for an engine with a VLM processor when an observation carries pictures.
+    Other engines get the text alone, ``<image>`` placeholders included, as always."""
+    if getattr(engine, "processor", None) is None:
+        return {}
     images = [list(o.get("images") or []) for o in observations]
     return {"images": images} if any(images) else {}
 

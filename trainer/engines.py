@@ -98,6 +98,16 @@ def _image_token_ids(processor: Any | None) -> list[int]:
     return sorted(int(i) for i in ids if i is not None and i != unk and 0 <= i < len(tokenizer))
 
 
+def _warn_text_only() -> None:
+    import warnings
+
+    warnings.warn(
+        "a text-only policy got image observations: it sees the <image> placeholders, not the "
+        "pictures (use a vision-language model: --model tiny-vlm, smollm2-vlm or a LLaVA folder)",
+        stacklevel=3,
+    )
+
+
 def _suppress(logits: torch.Tensor, ids: list[int]) -> torch.Tensor:
     """``logits`` with ``ids`` masked to -inf (a copy), or ``logits`` itself when ``ids`` is empty."""
     if not ids:
@@ -187,7 +197,9 @@ class HFEngine:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        if images is not None and any(images):
+        if images is not None and any(images) and self.processor is None:
+            _warn_text_only()  # a text policy sees the <image> placeholders only, as before
+        elif images is not None and any(images):
             return self._generate_with_images(
                 prompts, images, max_new_tokens, temperature, top_p, stop, seed
             )
