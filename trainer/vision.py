@@ -67,8 +67,9 @@ def pixel_values(processor: Any, images: Sequence[Any]):
 def image_inputs(
     processor: Any, images_per_row: Sequence[Sequence[Any]] | None, device: Any = None
 ) -> dict[str, Any]:
-    """Model keyword arguments for a batch: ``{"pixel_values": ...}`` or ``{}`` without images."""
-    if not images_per_row:
+    """Model keyword arguments for a batch: ``{"pixel_values": ...}``, or ``{}`` without images
+    or without a processor (a text policy saw the ``<image>`` placeholders only)."""
+    if not images_per_row or processor is None:
         return {}
     flat = [im for row in images_per_row for im in (row or [])]
     if not flat:
