@@ -217,6 +217,5 @@ def test_saved_vlm_reloads_with_its_processor(tmp_path, policy):
 
 def test_text_policy_still_trains_on_image_observations(tmp_path):
     # the pre-VLM behaviour: a text policy sees the <image> placeholders and trains on them
-    with pytest.warns(UserWarning, match="placeholders"):
-        m = train(_cfg(tmp_path, "text", env="seed_gym/EZPoints-v0", model="tiny", ent_coef=0.01))
+    m = train(_cfg(tmp_path, "text", env="seed_gym/EZPoints-v0", model="tiny", ent_coef=0.01))
     assert m["rollout/episodes"] == 4.0 and m["train/grad_norm"] > 0
