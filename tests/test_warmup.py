@@ -163,3 +163,33 @@ def test_train_starts_from_the_warmed_model(tmp_path, monkeypatch):
     key = "model.layers.0.self_attn.q_proj.weight"
     assert torch.equal(final[key], warmed[key])
     assert not torch.equal(final[key], base[key])
+
+
+def test_bf16_warmup_trains_the_weights_it_saves():
+    """Regression: one autocast region over all steps must not reuse stale bf16 weight copies
+    (the in-process loss fell while the fp32 weights drifted); the held-out loss measured inside
+    the warm-up must match a fresh fp32 measurement of the final weights."""
+    import torch
+
+    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.sft import answer_nll, encode_row, split_rows
+
+    torch.set_num_threads(1)
+    rows = demonstrations("seed_gym/EZPoints-v0", "train", 4, seed=0, noise=0.0)
+    policy = load_policy("tiny", seed=0)
+    stats = format_warmup(
+        policy.model,
+        policy.tokenizer,
+        rows,
+        epochs=4,
+        lr=3e-3,
+        micro_batch=4,
+        bf16=True,
+        val_fraction=0.3,
+    )
+    _, val = split_rows(len(rows), 0.3, 0)
+    examples = [encode_row(policy.tokenizer, rows[i]) for i in val]
+    with torch.no_grad():
+        fresh = float(answer_nll(policy.model, examples, pad_id=policy.pad_id))
+    assert stats["val_loss_after"] < stats["val_loss_before"] - 0.5
+    assert abs(fresh - stats["val_loss_after"]) < 0.1 * stats["val_loss_after"]

@@ -22,7 +22,7 @@ What it does:
    ``seed_gym.data.cache_dir("models", ...)``, keyed by env, base model, every setting and the
    transformers version; ``seed-gym train`` loads it in place of the base model.
 
-    python -m seed_gym.trainer.warmup --env seed_gym/Sokoban-v0 --episodes 24   # prints the folder
+    python -m seed_gym.trainer.warmup --env seed_gym/Sokoban-v0 --episodes 16   # prints the folder
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 # bump when demonstrations or training change, so old cached models are not reused
-WARMUP_VERSION = 1
+WARMUP_VERSION = 2
 
 
 # --- the reasoning shown before each action -----------------------------------------------------
@@ -263,8 +263,8 @@ def format_warmup(
     tokenizer: Any,
     rows: list[dict[str, Any]],
     *,
-    epochs: int = 2,
-    lr: float = 5e-5,
+    epochs: int = 1,
+    lr: float = 1e-4,
     micro_batch: int = 4,
     seed: int = 0,
     bf16: bool = False,
@@ -275,7 +275,10 @@ def format_warmup(
     """Fine-tune ``model`` in place on ``rows`` (answer-only loss: completion tokens and eos), one
     AdamW step per ``micro_batch`` rows; ``val_fraction`` of the rows are held out to report the
     completion loss before and after. Returns the statistics."""
-    from seed_gym.trainer.models import autocast
+    import contextlib
+
+    import torch
+
     from seed_gym.trainer.sft import sft_train
 
     log_fn = None
@@ -287,8 +290,17 @@ def format_warmup(
                     f"warm-up epoch {int(m['sft/epoch'])} loss {m['sft/loss']:.3f}", file=sys.stderr
                 )
 
+    # One autocast region spans every optimizer step here, so its weight-cast cache must be off:
+    # with it on, forwards keep using the bf16 copies of the weights from the first step while
+    # AdamW moves the fp32 weights blindly (seen: loss fell in-process, the saved model was broken).
+    device = next(model.parameters()).device.type
+    region = (
+        torch.autocast(device_type=device, dtype=torch.bfloat16, cache_enabled=False)
+        if bf16
+        else contextlib.nullcontext()
+    )
     t0 = time.perf_counter()
-    with autocast(bf16):
+    with region:
         result = sft_train(
             model,
             tokenizer,
@@ -323,9 +335,9 @@ def format_warmup(
 class WarmupSettings:
     """Everything the warmed weights depend on (with env, base and transformers version)."""
 
-    episodes: int = 24
-    epochs: int = 2
-    lr: float = 5e-5
+    episodes: int = 16
+    epochs: int = 1
+    lr: float = 1e-4
     noise: float = 0.3
     micro_batch: int = 4
     seed: int = 0
@@ -424,6 +436,13 @@ def build_warmup_model(
     tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     save_policy(policy, tmp)
+    # what later runs load must be exactly what was trained (checked: a second load is ~1 s)
+    reloaded = load_policy(str(tmp)).model.state_dict()
+    trained = policy.model.state_dict()
+    bad = [k for k, v in trained.items() if k not in reloaded or not torch.equal(v, reloaded[k])]
+    if bad:
+        raise RuntimeError(f"the saved warm-up model differs from the trained one in {bad[:3]}")
+    del reloaded
     sources = [r["provenance"]["source"] for r in rows]
     record = {
         "env_id": env_id,
