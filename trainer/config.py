@@ -69,9 +69,9 @@ class TrainConfig:
     format_warmup_episodes: int = 0
     """format warm-up (not in SEED.md; for small models that never write the agent format):
     behaviour-clone N oracle train episodes first (trainer/warmup.py; cached); 0: off"""
-    format_warmup_epochs: int = 2
+    format_warmup_epochs: int = 1
     """format warm-up: passes over the demonstrations"""
-    format_warmup_lr: float = 5e-5
+    format_warmup_lr: float = 1e-4
     """format warm-up: AdamW learning rate"""
     format_warmup_noise: float = 0.3
     """format warm-up: share of demonstration steps that take a random admissible action instead
