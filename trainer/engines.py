@@ -204,6 +204,30 @@ class HFEngine:
                 prompts, images, max_new_tokens, temperature, top_p, stop, seed
             )
         encoded = [self._encode(p) for p in prompts]
+        return self._generate_encoded(encoded, None, max_new_tokens, temperature, top_p, stop, seed)
+
+    def _generate_with_images(
+        self, prompts, images, max_new_tokens, temperature, top_p, stop, seed
+    ) -> list[Generation]:
+        """``generate`` for prompts with pictures: same seeding and batching, pixel values with
+        the first forward pass of each chunk (the KV cache carries them afterwards)."""
+        from seed_gym.trainer.vision import encode_image_prompt
+
+        if len(images) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(images)} image lists")
+        encoded = [
+            encode_image_prompt(self.processor, p, imgs) if imgs else self._encode(p)
+            for p, imgs in zip(prompts, images, strict=True)
+        ]
+        return self._generate_encoded(
+            encoded, images, max_new_tokens, temperature, top_p, stop, seed
+        )
+
+    def _generate_encoded(
+        self, encoded, images, max_new_tokens, temperature, top_p, stop, seed
+    ) -> list[Generation]:
+        """Seed, length-sort and chunk already-encoded prompts (``images``: one list per prompt,
+        or None for text only) through ``_generate_batch``; results in prompt order."""
         if any(len(p) == 0 for p in encoded):
             raise ValueError("empty prompt")
         # one random stream per prompt, from (seed, position in ``prompts``): a completion does
@@ -226,45 +250,7 @@ class HFEngine:
                 top_p,
                 list(stop),
                 [row_seeds[i] for i in idx],
-            )
-            for i, g in zip(idx, chunk, strict=True):
-                g.prompt_ids = encoded[i]
-                out[i] = g
-        return out  # type: ignore[return-value]
-
-    def _generate_with_images(
-        self, prompts, images, max_new_tokens, temperature, top_p, stop, seed
-    ) -> list[Generation]:
-        """``generate`` for prompts with pictures: same seeding and batching, pixel values with
-        the first forward pass of each chunk (the KV cache carries them afterwards)."""
-        from seed_gym.trainer.vision import encode_image_prompt
-
-        if len(images) != len(prompts):
-            raise ValueError(f"{len(prompts)} prompts but {len(images)} image lists")
-        encoded = [
-            encode_image_prompt(self.processor, p, imgs) if imgs else self._encode(p)
-            for p, imgs in zip(prompts, images, strict=True)
-        ]
-        if any(len(p) == 0 for p in encoded):
-            raise ValueError("empty prompt")
-        if seed is None:
-            seed = int(torch.randint(2**62, (1,)).item())
-        row_seeds = [
-            int(s >> 2)
-            for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
-        ]
-        order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
-        out: list[Generation | None] = [None] * len(encoded)
-        for start in range(0, len(order), self.max_batch):
-            idx = order[start : start + self.max_batch]
-            chunk = self._generate_batch(
-                [encoded[i] for i in idx],
-                max_new_tokens,
-                temperature,
-                top_p,
-                list(stop),
-                [row_seeds[i] for i in idx],
-                row_images=[images[i] for i in idx],
+                row_images=None if images is None else [images[i] for i in idx],
             )
             for i, g in zip(idx, chunk, strict=True):
                 g.prompt_ids = encoded[i]
