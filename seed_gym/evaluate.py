@@ -62,6 +62,18 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     return (lo, hi)
 
 
+def add_import_argument(parser: argparse.ArgumentParser) -> None:
+    """``--import MODULE`` (repeatable, into ``args.imports``) for ``import_env_modules``."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="module or .py file that registers extra envs (repeatable)",
+    )
+
+
 def import_env_modules(modules: list[str]) -> None:
     """Import user modules (names or ``.py`` paths) so their ``seed_gym.register`` calls run."""
     for spec in modules:
@@ -536,14 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--overwrite", action="store_true", help="discard a previous eval in --out")
     p.add_argument("--n-boot", type=int, default=stats.N_BOOT, help="bootstrap draws")
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="module or .py file that registers extra envs (repeatable)",
-    )
+    add_import_argument(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 

@@ -108,7 +108,7 @@ def play(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.evaluate import import_env_modules
+    from seed_gym.evaluate import add_import_argument, import_env_modules
 
     p = argparse.ArgumentParser(prog="seed-gym play", description=__doc__.splitlines()[0])
     p.add_argument("env_id", help="e.g. seed_gym/Sokoban-v0")
@@ -117,14 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modality", default=None, help="text | image | text+image (env default)")
     p.add_argument("--agent", action="store_true", help="see the LLM prompt, type completions")
     p.add_argument("--image-dir", default=None, help="where PNGs go (default: a temp folder)")
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="module or .py file that registers extra envs (repeatable)",
-    )
+    add_import_argument(p)
     args = p.parse_args(argv)
     import_env_modules(args.imports)
     return play(
