@@ -43,6 +43,38 @@ def assign_split(
     return "seen" if unit_hash("split", asin) < seen_fraction else "train"
 
 
+def _product_goal(
+    p: Product,
+    *,
+    task_id: str,
+    instruction: str,
+    attributes: tuple[str, ...],
+    options: dict[str, str] | tuple[str, ...],
+    price_upper: float,
+    unseen_categories: tuple[str, ...],
+    seen_fraction: float,
+) -> Goal:
+    """A goal for product ``p``: its catalog fields and split, with the given instruction."""
+    return Goal(
+        task_id=task_id,
+        asin=p.asin,
+        instruction=instruction,
+        attributes=attributes,
+        options=options,
+        price_upper=price_upper,
+        category=p.category,
+        query=p.query,
+        product_category=p.product_category,
+        name=p.title,
+        split=assign_split(
+            p.category,
+            p.asin,
+            unseen_categories=unseen_categories,
+            seen_fraction=seen_fraction,
+        ),
+    )
+
+
 def synthetic_goals(
     products: list[Product],
     *,
@@ -75,23 +107,15 @@ def synthetic_goals(
             option_text = f" with {option_text}" if option_text else ""
             upper, price_text = price_bound(p.price, task_id)
             goals.append(
-                Goal(
+                _product_goal(
+                    p,
                     task_id=task_id,
-                    asin=p.asin,
                     instruction=f"{p.instruction}{option_text}{price_text}",
                     attributes=tuple(p.instruction_attributes),
                     options=goal_options,
                     price_upper=upper,
-                    category=p.category,
-                    query=p.query,
-                    product_category=p.product_category,
-                    name=p.title,
-                    split=assign_split(
-                        p.category,
-                        p.asin,
-                        unseen_categories=unseen_categories,
-                        seen_fraction=seen_fraction,
-                    ),
+                    unseen_categories=unseen_categories,
+                    seen_fraction=seen_fraction,
                 )
             )
     return goals
@@ -119,23 +143,15 @@ def human_goals(
                 tuple(raw_options.values()) if isinstance(raw_options, dict) else tuple(raw_options)
             )
             goals.append(
-                Goal(
+                _product_goal(
+                    p,
                     task_id=task_id,
-                    asin=p.asin,
                     instruction=str(ins.get("instruction", "")).strip(".") + price_text,
                     attributes=tuple(attributes),
                     options=tuple(str(o).lower() for o in options),
                     price_upper=upper,
-                    category=p.category,
-                    query=p.query,
-                    product_category=p.product_category,
-                    name=p.title,
-                    split=assign_split(
-                        p.category,
-                        p.asin,
-                        unseen_categories=unseen_categories,
-                        seen_fraction=seen_fraction,
-                    ),
+                    unseen_categories=unseen_categories,
+                    seen_fraction=seen_fraction,
                 )
             )
     return goals
