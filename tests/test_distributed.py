@@ -9,7 +9,6 @@ the final parameters must agree within float tolerance.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 if not torch.distributed.is_available():  # pragma: no cover
     pytest.skip("torch.distributed is not available", allow_module_level=True)
+
+from conftest import run_metrics  # noqa: E402
 
 from seed_gym.trainer.config import TrainConfig, tiny  # noqa: E402
 from seed_gym.trainer.distributed import DistContext, init_distributed  # noqa: E402
@@ -133,10 +134,6 @@ def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> None:
         pytest.fail(proc.stdout[-2000:] + proc.stderr[max(0, tb - 200) :][:20000])
 
 
-def _metrics(run_dir) -> list[dict]:
-    return [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
-
-
 UPDATE_KEYS = (
     "train/loss",
     "train/grad_norm",
@@ -149,7 +146,7 @@ UPDATE_KEYS = (
 def test_two_processes_match_one_process(tmp_path):
     _launch(tmp_path, _config(tmp_path, "one"), 1)
     _launch(tmp_path, _config(tmp_path, "two", dist_rollout="rank0"), 2)
-    one, two = _metrics(tmp_path / "one"), _metrics(tmp_path / "two")
+    one, two = run_metrics(tmp_path / "one"), run_metrics(tmp_path / "two")
     assert [m["iteration"] for m in two] == [1, 2, 3]  # rank 0 alone logs
     for a, b in zip(one, two, strict=True):
         # the same episodes: rollout metrics are equal, not just close
@@ -173,7 +170,7 @@ def test_sharded_rollouts_keep_ranks_identical(tmp_path):
     # it and sends zero gradients; B=1 also leaves rank 1 without rollouts
     cfg = _config(tmp_path, "shard", tasks_per_iter=1, group_size=2, iterations=2)
     _launch(tmp_path, cfg, 2)
-    m = _metrics(tmp_path / "shard")
+    m = run_metrics(tmp_path / "shard")
     assert [x["iteration"] for x in m] == [1, 2]
     assert m[-1]["rollout/episodes"] == 2.0 and m[-1]["train/samples"] == 2.0
     p0 = torch.load(tmp_path / "shard" / "params_rank0.pt")
@@ -181,7 +178,7 @@ def test_sharded_rollouts_keep_ranks_identical(tmp_path):
     assert all(torch.equal(x, y) for x, y in zip(p0, p1, strict=True))  # bit-identical replicas
     # a wider run: both ranks collect (one task each) and the gathered ids are the global ones
     _launch(tmp_path, _config(tmp_path, "wide", iterations=1), 2)
-    wide = _metrics(tmp_path / "wide")[-1]
+    wide = run_metrics(tmp_path / "wide")[-1]
     assert wide["rollout/episodes"] == 8.0 and wide["train/samples"] == 8.0
 
 

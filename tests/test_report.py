@@ -5,14 +5,12 @@ logprobs on real rollouts), plus real eval folders; checked as HTML and in headl
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, headless_chromium
 
 from seed_gym import trajlog
 from seed_gym.evaluate import evaluate
@@ -245,41 +243,10 @@ def test_report_cli_entry_point(bench, tmp_path):
 
 
 # --- headless Chromium ----------------------------------------------------------------------------
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-
-
 @pytest.fixture(scope="module")
 def browser():
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip(
-            "needs /usr/bin/chromium and /usr/bin/chromedriver (apt-get install chromium chromium-driver)"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="seed-gym-report-chrome-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-        "--window-size=1400,1000",
-    ):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    try:
+    with headless_chromium("--window-size=1400,1000") as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.mark.browser

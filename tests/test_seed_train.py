@@ -16,6 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import checkpoint_params, deterministic_metrics, run_metrics  # noqa: E402
+
 from seed_gym.trainer import seed_phase  # noqa: E402
 from seed_gym.trainer.config import ALGOS, TrainConfig, tiny  # noqa: E402
 from seed_gym.trainer.train import main as train_main  # noqa: E402
@@ -42,18 +44,6 @@ def _cfg(tmp_path, name, **kw) -> TrainConfig:
     )
     base.update(kw)
     return TrainConfig(**base)
-
-
-def _metrics(run_dir):
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-
-
-def _params(run_dir):
-    return torch.load(run_dir / "checkpoint.pt", weights_only=False)["model"]
-
-
-def _deterministic(m: dict) -> dict:
-    return {k: v for k, v in m.items() if not k.startswith(("time", "eval/"))}
 
 
 @pytest.fixture
@@ -88,7 +78,7 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path):
     assert (out / "stage1" / "model" / "config.json").exists()
     saved = json.loads((out / "config.json").read_text())
     assert saved["sft_model"] == str(out / "stage1" / "model")  # resume will not redo Stage 1
-    lines = _metrics(out)
+    lines = run_metrics(out)
     assert [m["iteration"] for m in lines] == [1, 2]
     for m in lines:
         assert OPD_KEYS | {"analyzer/parse_rate", "rollout/env_steps"} <= set(m)
@@ -98,7 +88,7 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path):
     from seed_gym.trainer.models import load_policy
 
     start = load_policy(str(out / "stage1" / "model")).model.state_dict()
-    end = _params(out)
+    end = checkpoint_params(out)
     assert any(not torch.equal(start[k], end[k]) for k in end)
     assert sorted(p.name for p in (out / "skills").iterdir()) == [
         "iter_000001.jsonl",
@@ -112,7 +102,7 @@ def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer)
     cfg = _cfg(tmp_path, "seed", algo="seed", no_sft=True, iterations=2, opd_coef=1.0)
     train(cfg)
     run = tmp_path / "seed"
-    lines = _metrics(run)
+    lines = run_metrics(run)
     for m in lines:
         assert m["analyzer/parse_rate"] == 1.0 and m["train/adv_abs_mean"] == 0.0
         assert m["opd/teacher_tokens"] > 0 and 0.0 < m["opd/gate_mean"] < 1.0
@@ -120,7 +110,7 @@ def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer)
     from seed_gym.trainer.models import load_policy
 
     start = load_policy("tiny", seed=cfg.seed).model.state_dict()
-    end = _params(run)
+    end = checkpoint_params(run)
     assert any(not torch.equal(start[k], end[k]) for k in end)
     assert canned_analyzer == [4, 4]  # B*G trajectories per iteration, no retries needed
 
@@ -177,7 +167,7 @@ def test_every_baseline_runs_two_iterations(tmp_path, algo, flags, canned_analyz
     argv = ["--env", SOKOBAN, "--algo", algo, "--preset", "tiny", "--out", str(out)]
     argv += ["--no-progress", "--no-tensorboard", "--no-save-hf", "--eval-splits", "seen", *flags]
     assert train_main(argv) == 0
-    lines = _metrics(out)
+    lines = run_metrics(out)
     if algo == "prompt":
         assert [m["iteration"] for m in lines] == [0] and "eval/seen/success" in lines[0]
         return
@@ -210,10 +200,10 @@ def test_seed_resume_is_exact(tmp_path, canned_analyzer):
     train(part)
     resumed = TrainConfig(**{**part.to_dict(), "iterations": 3, "resume": True})
     train(resumed)
-    a, b = _params(tmp_path / "full"), _params(tmp_path / "part")
+    a, b = checkpoint_params(tmp_path / "full"), checkpoint_params(tmp_path / "part")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    ma = [_deterministic(m) for m in _metrics(tmp_path / "full")]
-    mb = [_deterministic(m) for m in _metrics(tmp_path / "part")]
+    ma = [deterministic_metrics(m) for m in run_metrics(tmp_path / "full")]
+    mb = [deterministic_metrics(m) for m in run_metrics(tmp_path / "part")]
     assert ma == mb
 
 

@@ -9,6 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import checkpoint_params, deterministic_metrics, run_metrics  # noqa: E402
+
 import seed_gym  # noqa: E402
 from seed_gym.splits import SplitManifest  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
@@ -61,18 +63,6 @@ def _cfg(tmp_path, name, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-def _metrics(run_dir):
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-
-
-def _params(run_dir):
-    return torch.load(run_dir / "checkpoint.pt", weights_only=False)["model"]
-
-
-def _deterministic(m: dict) -> dict:
-    return {k: v for k, v in m.items() if not k.startswith(("time", "eval/"))}
-
-
 def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     # the random model never writes a valid <action>, so returns tie and advantages vanish; the
     # entropy bonus still moves the weights through the whole pipeline
@@ -82,14 +72,14 @@ def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     init = {k: v.clone() for k, v in load_policy("tiny", seed=cfg.seed).model.state_dict().items()}
     last = train(cfg)
     run = tmp_path / "sokoban"
-    lines = _metrics(run)
+    lines = run_metrics(run)
     assert [m["iteration"] for m in lines] == [1, 2]
     assert last["rollout/episodes"] == 4.0  # B=2 tasks × G=2
     assert last["rollout/invalid_ratio"] == 1.0
     assert last["rollout/return"] == pytest.approx(-0.3)  # 3 turns × invalid penalty 0.1
     assert "eval/seen/success" in lines[-1] and "time/rollout" in lines[-1]
     assert json.loads((run / "config.json").read_text())["env"] == "seed_gym/Sokoban-v0"
-    params = _params(run)
+    params = checkpoint_params(run)
     assert any(not torch.equal(init[k], params[k]) for k in init)
     payload = load_checkpoint(run / "checkpoint.pt", load_policy("tiny").model, None)
     assert payload["iteration"] == 2 and payload["data_position"] == 4
@@ -116,12 +106,12 @@ def test_grpo_signal_and_exact_resume(tmp_path):
     resumed_cfg = parse_args(["--out", str(tmp_path / "split"), "--resume", "--iterations", "3"])
     assert resumed_cfg.env == ECHO_ID and resumed_cfg.iterations == 3
     train(resumed_cfg)
-    a, b = _params(tmp_path / "full"), _params(tmp_path / "split")
+    a, b = checkpoint_params(tmp_path / "full"), checkpoint_params(tmp_path / "split")
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    ma, mb = _metrics(tmp_path / "full"), _metrics(tmp_path / "split")
+    ma, mb = run_metrics(tmp_path / "full"), run_metrics(tmp_path / "split")
     assert [m["iteration"] for m in mb] == [1, 2, 3]
-    assert [_deterministic(m) for m in ma] == [_deterministic(m) for m in mb]
+    assert [deterministic_metrics(m) for m in ma] == [deterministic_metrics(m) for m in mb]
 
 
 def test_refuses_to_overwrite_a_run(tmp_path):

@@ -13,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from conftest import checkpoint_params  # noqa: E402
+
 import seed_gym  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny_vlm  # noqa: E402
 from seed_gym.trainer.engines import HFEngine  # noqa: E402
@@ -51,10 +53,6 @@ def _cfg(tmp_path, name: str, **kw) -> TrainConfig:
     )
     base.update(kw)
     return TrainConfig(**base)
-
-
-def _params(run_dir):
-    return torch.load(run_dir / "checkpoint.pt", weights_only=False)["model"]
 
 
 def test_prompt_has_one_block_of_image_tokens_per_picture(policy):
@@ -170,7 +168,7 @@ def test_grpo_two_iterations_on_sokoban_image_change_parameters(tmp_path, policy
     last = train(cfg)
     assert last["rollout/episodes"] == 4.0 and last["train/response_tokens"] > 0
     assert last["train/grad_norm"] > 0
-    params = _params(tmp_path / "grpo")
+    params = checkpoint_params(tmp_path / "grpo")
     init = load_policy("tiny-vlm", seed=cfg.seed).model.state_dict()
     changed = [k for k in init if not torch.equal(init[k], params[k])]
     assert any("vision_tower" in k for k in changed)  # gradients reach the CLIP tower

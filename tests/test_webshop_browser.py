@@ -4,22 +4,17 @@ through search -> results -> item -> option -> buy, then the score page."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
+from conftest import headless_chromium
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 def _free_port() -> int:
@@ -81,35 +76,9 @@ def _wait_until_up(base: str, proc: subprocess.Popen, timeout: float = 120.0) ->
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip(
-            f"needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}); apt-get install chromium chromium-driver"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="seed-gym-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-    ):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(60)
-    try:
+    with headless_chromium() as driver:
+        driver.set_page_load_timeout(60)
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _goal():
