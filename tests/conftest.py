@@ -90,3 +90,15 @@ def headless_chromium(*extra_flags: str) -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def canon(x: Any) -> Any:
+    """Observations, infos and results as plain comparable values (PIL images and arrays by
+    their pixels), so two runs can be compared with ``==``."""
+    if isinstance(x, dict):
+        return {k: canon(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [canon(v) for v in x]
+    if hasattr(x, "tobytes") and hasattr(x, "size"):  # PIL.Image or ndarray
+        return (type(x).__name__, getattr(x, "size", None), x.tobytes())
+    return x

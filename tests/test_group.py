@@ -9,23 +9,12 @@ import signal
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import GUESS_ID, import_example
+from conftest import GUESS_ID, canon, import_example
 
 import seed_gym
 from seed_gym.wrappers import EnvPool, EnvPoolError, WorkerDiedError, make_group_pool
 
 import_example()
-
-
-def canon(x):
-    """Observations/infos as plain comparable values (PIL images by their pixels)."""
-    if isinstance(x, dict):
-        return {k: canon(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [canon(v) for v in x]
-    if hasattr(x, "tobytes") and hasattr(x, "size"):  # PIL.Image or ndarray
-        return (type(x).__name__, getattr(x, "size", None), x.tobytes())
-    return x
 
 
 def completions(rng: np.random.Generator, n: int) -> list[str]:

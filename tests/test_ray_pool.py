@@ -12,6 +12,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import canon
 
 from seed_gym.checker import _equal
 
@@ -246,17 +247,6 @@ def test_worker_setup_registers_user_envs(local_ray):
 
 # --- the real suite through make_group_pool ------------------------------------------------------
 SOKOBAN = "seed_gym/Sokoban-v0"
-
-
-def canon(x):
-    """Results as plain comparable values (PIL images by their pixels)."""
-    if isinstance(x, dict):
-        return {k: canon(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [canon(v) for v in x]
-    if hasattr(x, "tobytes") and hasattr(x, "size"):  # PIL.Image or ndarray
-        return (type(x).__name__, getattr(x, "size", None), x.tobytes())
-    return x
 
 
 def sokoban_completions(rng: np.random.Generator, n: int) -> list[str]:
