@@ -323,6 +323,10 @@ def smollm2_cpu() -> TrainConfig:
     return TrainConfig(
         preset="smollm2-cpu",
         model="smollm2",
+        # SmolLM2-135M never writes the agent format unaided: clone 16 oracle episodes first
+        # (built once per env and cached: 6 CPU-min, 9 min wall on the shared 2-core machine for
+        # Sokoban; see docs/training.md)
+        format_warmup_episodes=16,
         bf16=True,
         threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
         iterations=3,  # with SEED (Stage 1 + analyze + rescore) about 15-20 min on 2 cores
