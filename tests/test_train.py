@@ -187,3 +187,17 @@ def test_smollm2_smoke(tmp_path):
     m = train(cfg)
     assert m["rollout/episodes"] == 2.0 and m["train/response_tokens"] > 0
     assert (tmp_path / "s" / "checkpoint.pt").exists()
+
+
+def test_train_on_a_user_env_from_imports_and_resume(tmp_path):
+    """`--imports file.py` registers a user env before training; the saved config keeps it, so a
+    resumed run (a fresh process would have no registration otherwise) finds the env again."""
+    example = str(seed_gym.__path__[0] + "/../docs/examples/guess_number.py")
+    out = tmp_path / "guess"
+    argv = ["--preset", "tiny", "--imports", example, "--env", "example/GuessNumber-v0"]
+    cfg = parse_args([*argv, "--iterations", "1", "--out", str(out), "--no-progress"])
+    assert cfg.imports == (example,)
+    train(cfg)
+    assert json.loads((out / "config.json").read_text())["imports"] == [example]
+    train(parse_args(["--resume", "--out", str(out), "--iterations", "2", "--no-progress"]))
+    assert len(run_metrics(out)) == 2

@@ -40,6 +40,8 @@ class TrainConfig:
     # --- run ----------------------------------------------------------------------------------
     env: str = "seed_gym/Sokoban-v0"
     """env id (``seed-gym list``)"""
+    imports: tuple[str, ...] = ()
+    """modules or .py files that register extra envs (``--imports docs/examples/guess_number.py``)"""
     algo: str = "grpo"
     """algorithm: one of ALGOS (grpo, prompt, ...)"""
     out: str = "runs/default"
@@ -203,6 +205,7 @@ class TrainConfig:
     """write TensorBoard events to RUN_DIR/tb"""
 
     def __post_init__(self):
+        self.imports = tuple(self.imports)  # config.json stores a list
         if self.algo not in ALGOS:
             raise ValueError(f"unknown algo {self.algo!r}; choose one of {sorted(ALGOS)}")
         positive = (

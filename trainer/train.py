@@ -180,6 +180,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
 
+    from seed_gym.evaluate import import_env_modules
     from seed_gym.registration import agent_spec, task_ids
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.trainer.distributed import NullLogger, init_distributed, resolve_device
@@ -218,6 +219,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         raise SystemExit(f"{run_dir} already holds a run: pass --resume, or choose another --out")
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
+    import_env_modules(list(cfg.imports))  # user envs register before anything is made
     policy_base = cfg.model
     if cfg.format_warmup_episodes > 0:  # behaviour-cloning format warm-up (cached; warmup.py)
         from seed_gym.trainer.warmup import warmup_for_config
