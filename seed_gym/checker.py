@@ -60,7 +60,7 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b) and np.asarray(a).dtype == np.asarray(b).dtype
     return type(a) is type(b) and a == b
@@ -82,13 +82,15 @@ def _rollout(env: gym.Env, seed: int, n_steps: int) -> list[tuple]:
 
 
 def _first_difference(a: list[tuple], b: list[tuple]) -> int | None:
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if not _equal(x, y):
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def check_env(env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), n_steps: int = 12, check_splits: bool = True) -> None:
+def check_env(
+    env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), n_steps: int = 12, check_splits: bool = True
+) -> None:
     """Raise ``EnvCheckError`` (or gymnasium's assertion) if ``env`` breaks the contract.
 
     ``env`` is a made env (``seed_gym.make(...)``); it is reset and stepped, not closed.
@@ -143,13 +145,17 @@ def check_env(env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), n_steps: int = 1
         b = _rollout(clone, seed, n_steps)
         diff = _first_difference(a, b)
         if diff is not None:
-            _fail(f"seed {seed}: two runs differ at record {diff}: {a[diff]!r:.300} vs {b[diff]!r:.300}")
+            _fail(
+                f"seed {seed}: two runs differ at record {diff}: {a[diff]!r:.300} vs {b[diff]!r:.300}"
+            )
         for rec in a:
             _check_info(rec[-1], raw, "a step")
 
     # pickling (for subprocess and Ray workers): the copy replays the same episode
     restored = pickle.loads(pickle.dumps(env))
-    diff = _first_difference(_rollout(env, seeds[0], n_steps), _rollout(restored, seeds[0], n_steps))
+    diff = _first_difference(
+        _rollout(env, seeds[0], n_steps), _rollout(restored, seeds[0], n_steps)
+    )
     if diff is not None:
         _fail(f"an unpickled copy replays seed {seeds[0]} differently at record {diff}")
     restored.close()

@@ -31,7 +31,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delegate(module: str) -> "callable":
+def _delegate(module: str) -> callable:
     """Subcommands with their own argument parsers: ``module.main(argv)``."""
 
     def run(argv: list[str]) -> int:

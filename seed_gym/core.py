@@ -34,7 +34,9 @@ class SeedEnv(gym.Env[dict, str]):
     image_shape: ClassVar[tuple[int, int] | None] = None
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, split: str = "train", modality: str | None = None, render_mode: str | None = None):
+    def __init__(
+        self, split: str = "train", modality: str | None = None, render_mode: str | None = None
+    ):
         modality = modality or self.default_modality
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")

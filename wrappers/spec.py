@@ -76,7 +76,12 @@ def parse_think_action(completion: str) -> ParsedAction:
     if len(thoughts) != 1:
         return ParsedAction(None, False, error="expected one <think>...</think> block")
     if len(actions) != 1:
-        return ParsedAction(None, False, thought=thoughts[0].strip(), error="expected one <action>...</action> block")
+        return ParsedAction(
+            None,
+            False,
+            thought=thoughts[0].strip(),
+            error="expected one <action>...</action> block",
+        )
     action = actions[0].strip()
     if not action:
         return ParsedAction(None, False, thought=thoughts[0].strip(), error="empty action")
