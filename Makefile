@@ -12,8 +12,11 @@ $(BIN)/seed-gym: pyproject.toml setup.py scripts/setup.sh
 setup: $(BIN)/seed-gym
 
 # The main job on embedded defaults: Stage 1 + SEED on Sokoban with SmolLM2-135M, CPU, no downloads.
+DEMO_OUT ?= runs/demo
 demo: setup
-	$(BIN)/seed-gym train --env seed_gym/Sokoban-v0 --algo seed --preset smollm2-cpu --out runs/demo
+	@if [ -e $(DEMO_OUT)/checkpoint.pt ]; then \
+	  echo "$(DEMO_OUT) already holds a run: remove it, or make demo DEMO_OUT=runs/other"; exit 1; fi
+	$(BIN)/seed-gym train --env seed_gym/Sokoban-v0 --algo seed --preset smollm2-cpu --out $(DEMO_OUT)
 
 test: setup
 	$(BIN)/python -m pytest -q tests
