@@ -22,7 +22,7 @@ test: setup
 	$(BIN)/python -m pytest -q tests
 
 bench: setup
-	$(BIN)/python -m pytest benchmarks --benchmark-enable -q
+	$(BIN)/python -m pytest benchmarks/bench_envs.py --benchmark-enable -q
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -31,7 +32,7 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delegate(module: str) -> callable:
+def _delegate(module: str) -> Callable[[list[str]], int]:
     """Subcommands with their own argument parsers: ``module.main(argv)``."""
 
     def run(argv: list[str]) -> int:
