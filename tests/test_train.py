@@ -127,6 +127,16 @@ def test_prompt_baseline_only_evaluates(tmp_path):
     assert not (tmp_path / "p" / "checkpoint.pt").exists()
 
 
+def test_sampled_eval_runs_k_episodes_per_task_and_is_reproducible(tmp_path):
+    kw = dict(env=ECHO_ID, algo="prompt", eval_tasks=2, eval_samples=3, eval_temperature=1.0)
+    a = train(_cfg(tmp_path, "a", eval_splits=("seen",), **kw))
+    b = train(_cfg(tmp_path, "b", eval_splits=("seen",), **kw))
+    assert a["eval/seen/episodes"] == 6.0  # 2 tasks x 3 samples
+    assert deterministic_metrics(a) == deterministic_metrics(b)
+    with pytest.raises(ValueError, match="eval_temperature"):
+        _cfg(tmp_path, "c", env=ECHO_ID, eval_samples=2)
+
+
 def test_task_stream_is_a_function_of_position():
     ids = [f"t{i}" for i in range(5)]
     stream = task_batch(ids, 0, 0, 12)

@@ -192,7 +192,13 @@ class TrainConfig:
     eval_every: int = 0
     """evaluate every N iterations (and after the last); 0: only after the last"""
     eval_tasks: int = 4
-    """tasks per eval split (a fixed seeded subset, each once, greedy)"""
+    """tasks per eval split (a fixed seeded subset: the same tasks at every eval)"""
+    eval_samples: int = 1
+    """episodes per eval task (success is their mean); more than 1 needs eval_temperature > 0"""
+    eval_temperature: float = 0.0
+    """sampling temperature at eval; 0: greedy. A small model's greedy policy can be stuck on one
+    answer while its sampled policy already wins sometimes: sampled eval with several samples per
+    task shows that (the learning benchmark uses it)"""
     eval_splits: tuple[str, ...] = ("seen", "unseen")
     """splits to evaluate on"""
     eval_max_new_tokens: int | None = None
@@ -218,6 +224,7 @@ class TrainConfig:
             "mini_batches",
             "micro_batch",
             "eval_tasks",
+            "eval_samples",
             "save_every",
         )
         for name in positive:
@@ -259,6 +266,12 @@ class TrainConfig:
             raise ValueError("kl_coef, ent_coef and lr must be >= 0")
         if self.lora_r < 0:
             raise ValueError(f"lora_r must be >= 0, got {self.lora_r}")
+        if self.eval_temperature < 0:
+            raise ValueError(f"eval_temperature must be >= 0, got {self.eval_temperature}")
+        if self.eval_samples > 1 and self.eval_temperature == 0:
+            raise ValueError(
+                "eval_samples > 1 repeats the same greedy episode: set eval_temperature"
+            )
         if self.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         bad = [s for s in self.eval_splits if s not in SPLITS]

@@ -141,7 +141,9 @@ def load_checkpoint(path: Path, model, optimizer) -> dict:
 
 
 def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, float]:
-    """Greedy episodes on a fixed seeded subset of ``split`` (each task once)."""
+    """``eval_samples`` episodes on each task of a fixed seeded subset of ``split``, greedy unless
+    ``eval_temperature`` > 0. Env and sampling seeds are the same at every eval, so successive evals
+    differ only by the policy."""
     from seed_gym.registration import split_manifest
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.wrappers.group import make_group_pool
@@ -151,7 +153,7 @@ def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, 
     pool = make_group_pool(
         cfg.env,
         tasks,
-        1,
+        cfg.eval_samples,
         split=split,
         modality=cfg.modality,
         history=cfg.history,
@@ -163,7 +165,9 @@ def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, 
             engine,
             tasks,
             [derive_seed(cfg.seed, EVAL, i) % 2**31 for i in range(len(tasks))],
-            sampling=SamplingParams(cfg.eval_max_new_tokens or cfg.max_new_tokens, 0.0, 1.0),
+            sampling=SamplingParams(
+                cfg.eval_max_new_tokens or cfg.max_new_tokens, cfg.eval_temperature, 1.0
+            ),
             seed=derive_seed(cfg.seed, EVAL),
             prefix=f"eval{iteration}-{split}-",
             max_turns=cfg.max_turns,
