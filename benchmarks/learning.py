@@ -2,7 +2,7 @@
 
     python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~1 hour, 2 cores
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
-    python benchmarks/learning.py --smoke --algos grpo,prompt --out /tmp/lb # 2 iterations, tiny
+    python benchmarks/learning.py --smoke --out /tmp/lb                     # 2 iterations, tiny
 
 For every (algorithm, seed) it runs ``seed-gym train`` (one subprocess at a time, so only one model
 is ever loaded) into ``OUT/runs/<algo>-s<seed>``; a finished run is skipped when the benchmark is
@@ -40,21 +40,27 @@ from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart
 # train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
-    # SmolLM2-135M on EZPoints-text, 2 CPU cores: ~8-10 min per run (2 algos x 3 seeds ~ 1 hour)
+    # SmolLM2-135M (format-warmed) on EZPoints-text, 2 CPU cores, 2 runs side by side, fp32 on an
+    # AVX2-only CPU: GRPO ~15 min and SEED ~30 min per run (Stage 1 ~7 of them), ~1 hour in all.
+    # KL is off for both algorithms (it would cost a reference forward per sample).
     "cpu": {
         "preset": "smollm2-cpu",
         "env": "seed_gym/EZPoints-v0",
         "modality": "text",
-        "iterations": 8,
+        "iterations": 3,
         "tasks-per-iter": 2,
         "group-size": 4,
-        "max-new-tokens": 64,
-        "max-turns": 4,
-        "eval-every": 2,
-        "eval-tasks": 8,
-        "eval-max-new-tokens": 64,
-        "threads": 2,
+        "max-new-tokens": 48,
+        "max-turns": 5,
+        "kl-coef": 0.0,
+        "eval-at-start": True,
+        "eval-every": 3,
+        "eval-tasks": 4,
+        "eval-samples": 2,
+        "eval-temperature": 1.0,
+        "threads": 1,
         "seeds": [0, 1, 2],
+        "jobs": 2,
     },
     # larger runs for a machine with an accelerator or many cores
     "gpu": {
@@ -68,8 +74,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "max-turns": 8,
         "gen-batch": 64,
         "micro-batch": 16,
+        "eval-at-start": True,
         "eval-every": 10,
         "eval-tasks": 64,
+        "eval-samples": 4,
+        "eval-temperature": 1.0,
         "seeds": [0, 1, 2, 3, 4],
     },
     # the CI version: the random tiny model, 2 iterations
@@ -82,10 +91,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "group-size": 2,
         "max-new-tokens": 8,
         "max-turns": 2,
+        "eval-at-start": True,
         "eval-every": 1,
         "eval-tasks": 2,
+        "eval-samples": 2,
+        "eval-temperature": 1.0,
         "threads": 1,
         "seeds": [0, 1, 2],
+        "jobs": 2,
     },
 }
 
@@ -94,7 +107,11 @@ def train_argv(config: dict[str, Any], algo: str, seed: int, out: Path) -> list[
     argv = ["--algo", algo, "--seed", str(seed), "--out", str(out), "--no-progress"]
     argv += ["--no-tensorboard", "--no-save-hf"]
     for key, value in config.items():
-        if key != "seeds":
+        if key in ("seeds", "jobs"):
+            continue
+        if isinstance(value, bool):  # tyro's flag pair: --eval-at-start / --no-eval-at-start
+            argv.append(f"--{key}" if value else f"--no-{key}")
+        else:
             argv += [f"--{key}", str(value)]
     return argv
 
@@ -109,12 +126,35 @@ def finished(run_dir: Path, iterations: int, algo: str) -> bool:
     return last >= (0 if algo == "prompt" else iterations)
 
 
+def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -> None:
+    """Build the shared format-warmed model once, before runs start side by side (every run loads
+    it from the cache; two runs building it at once would only waste the time)."""
+    from seed_gym.trainer.config import parse_args
+
+    cfg = parse_args(train_argv(config, algo, seed, Path("unused")) + extra)
+    if cfg.format_warmup_episodes > 0:
+        import torch
+
+        from seed_gym.trainer.warmup import warmup_for_config
+
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        print(f"[warm-up] {warmup_for_config(cfg)}", flush=True)
+
+
 def run_all(
-    config: dict[str, Any], algos: list[str], seeds: list[int], out: Path, extra: list[str]
+    config: dict[str, Any],
+    algos: list[str],
+    seeds: list[int],
+    out: Path,
+    extra: list[str],
+    jobs: int = 1,
 ) -> dict[str, float]:
-    """Train every (algo, seed) not already finished; returns wall seconds per run."""
-    times = {}
+    """Train every (algo, seed) not already finished, ``jobs`` at a time; returns wall seconds per
+    run. Each run is its own ``seed-gym train`` process with one torch thread (the config's
+    ``threads``), so ``jobs`` up to the core count run side by side without contending for cores."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    todo = []
     for seed in seeds:
         for algo in algos:
             run_dir = out / "runs" / f"{algo}-s{seed}"
@@ -123,17 +163,37 @@ def run_all(
                 continue
             resume = ["--resume"] if (run_dir / "checkpoint.pt").exists() else []
             cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
-            cmd += train_argv(config, algo, seed, run_dir) + resume + extra
+            todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
+    if todo and jobs > 1:
+        prepare(config, algos[0], seeds[0], extra)
+    times: dict[str, float] = {}
+    running: list[tuple[Path, subprocess.Popen, float, Any]] = []
+    failed: list[str] = []
+    while todo or running:
+        while todo and len(running) < jobs and not failed:
+            run_dir, cmd = todo.pop(0)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            log = (run_dir / "train.log").open("w")  # the run's stderr/stdout, kept for inspection
             print(f"[run] {run_dir.name}: {' '.join(cmd[3:])}", flush=True)
-            t0 = time.perf_counter()
-            result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+            running.append((run_dir, proc, time.perf_counter(), log))
+        if not running:
+            break
+        time.sleep(1.0)
+        for item in list(running):
+            run_dir, proc, t0, log = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            log.close()
             times[run_dir.name] = time.perf_counter() - t0
-            if result.returncode != 0:
-                raise SystemExit(
-                    f"seed-gym train failed for {run_dir.name} (exit {result.returncode}):\n"
-                    f"{result.stderr[-3000:]}"
-                )
-            print(f"[done] {run_dir.name} in {times[run_dir.name]:.0f} s", flush=True)
+            if proc.returncode != 0:
+                tail = (run_dir / "train.log").read_text()[-3000:]
+                failed.append(f"{run_dir.name} (exit {proc.returncode}):\n{tail}")
+            else:
+                print(f"[done] {run_dir.name} in {times[run_dir.name]:.0f} s", flush=True)
+    if failed:
+        raise SystemExit("seed-gym train failed for " + "\n".join(failed))
     return times
 
 
@@ -263,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="extra flag for every seed-gym train call, e.g. --train-arg=--lr=3e-5 (repeatable)",
     )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="training runs side by side (default: the config's; each uses 1 torch thread)",
+    )
     p.add_argument("--analyze-only", action="store_true", help="no training: re-read the runs")
     args = p.parse_args(argv)
     config = dict(CONFIGS["smoke" if args.smoke else args.config])
@@ -285,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
             {"config": config, "algos": algos, "seeds": seeds, "extra": args.train_arg}, indent=2
         )
     )
-    times = {} if args.analyze_only else run_all(config, algos, seeds, out, args.train_arg)
+    jobs = args.jobs or int(config.get("jobs", 1))
+    if jobs < 1:
+        raise SystemExit("--jobs must be >= 1")
+    times = {} if args.analyze_only else run_all(config, algos, seeds, out, args.train_arg, jobs)
     res = analyze(out, algos, seeds)
     res["config"] = config
     res["wall_seconds"] = times

@@ -1,6 +1,5 @@
 """benchmarks/learning.py --smoke: the 2-iteration tiny version of the SEED-vs-GRPO benchmark, end
-to end through ``seed-gym train`` subprocesses (``--algos grpo,prompt`` until train.py accepts
-``--algo seed``)."""
+to end through ``seed-gym train`` subprocesses."""
 
 from __future__ import annotations
 
@@ -24,9 +23,7 @@ def load_bench():
 
 def test_learning_benchmark_smoke(tmp_path, capsys):
     bench = load_bench()
-    from seed_gym.trainer.config import ALGOS
-
-    algos = "grpo,seed" if "seed" in ALGOS else "grpo,prompt"
+    algos = "grpo,seed"
     args = ["--smoke", "--algos", algos, "--seeds", "0,1", "--out", str(tmp_path)]
     assert bench.main(args) == 0
     baseline, other = algos.split(",")
@@ -35,9 +32,11 @@ def test_learning_benchmark_smoke(tmp_path, capsys):
     assert res["config"]["iterations"] == 2 and res["config"]["preset"] == "tiny"
     for seed in (0, 1):
         metrics = (tmp_path / "runs" / f"grpo-s{seed}" / "metrics.jsonl").read_text().splitlines()
-        assert [json.loads(m)["iteration"] for m in metrics] == [1, 2]
-        # eval after each iteration: 2 points on each split per seed
-        assert len(res["curves"]["unseen"]["grpo"]["per_seed"][str(seed)]) == 2
+        assert [json.loads(m)["iteration"] for m in metrics] == [0, 1, 2]
+        # eval of the starting policy, then after each iteration: 3 points per split and seed
+        points = res["curves"]["unseen"]["grpo"]["per_seed"][str(seed)]
+        assert [p[0] for p in points] == [0, 1, 2] and points[0][1] == 0.0  # at 0 env steps
+        assert (tmp_path / "runs" / f"seed-s{seed}" / "train.log").is_file()
     for split in ("seen", "unseen"):
         rows = res["paired"][split][f"{other} - {baseline}"]
         assert rows and all(len(r["per_seed"]) == 2 for r in rows)

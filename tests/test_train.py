@@ -14,6 +14,7 @@ from conftest import checkpoint_params, deterministic_metrics, run_metrics  # no
 import seed_gym  # noqa: E402
 from seed_gym.splits import SplitManifest  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
+from seed_gym.trainer.models import bf16_is_fast  # noqa: E402
 from seed_gym.trainer.train import load_checkpoint, task_batch, train  # noqa: E402
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
 
@@ -137,6 +138,15 @@ def test_sampled_eval_runs_k_episodes_per_task_and_is_reproducible(tmp_path):
         _cfg(tmp_path, "c", env=ECHO_ID, eval_samples=2)
 
 
+def test_eval_at_start_logs_the_starting_policy_as_iteration_zero(tmp_path):
+    kw = dict(env=ECHO_ID, iterations=1, eval_splits=("seen",), eval_tasks=1, eval_at_start=True)
+    train(_cfg(tmp_path, "r", **kw))
+    lines = run_metrics(tmp_path / "r")
+    assert [m["iteration"] for m in lines] == [0, 1]
+    assert "eval/seen/success" in lines[0] and "rollout/env_steps" not in lines[0]
+    assert "eval/seen/success" in lines[1] and lines[1]["rollout/env_steps"] > 0
+
+
 def test_task_stream_is_a_function_of_position():
     ids = [f"t{i}" for i in range(5)]
     stream = task_batch(ids, 0, 0, 12)
@@ -154,7 +164,9 @@ def test_config_invariants():
     with pytest.raises(ValueError, match="eval splits"):
         TrainConfig(eval_splits=("test",))
     cfg = parse_args(["--preset", "smollm2-cpu", "--env", "seed_gym/EZPoints-v0", "--lr", "3e-5"])
-    assert (cfg.model, cfg.env, cfg.lr, cfg.bf16) == ("smollm2", "seed_gym/EZPoints-v0", 3e-5, True)
+    assert (cfg.model, cfg.env, cfg.lr) == ("smollm2", "seed_gym/EZPoints-v0", 3e-5)
+    assert cfg.bf16 == bf16_is_fast("cpu")  # bf16 only where the CPU runs it natively
+    assert parse_args(["--preset", "smollm2-cpu", "--no-bf16"]).bf16 is False
 
 
 @pytest.mark.slow

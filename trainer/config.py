@@ -199,6 +199,9 @@ class TrainConfig:
     """sampling temperature at eval; 0: greedy. A small model's greedy policy can be stuck on one
     answer while its sampled policy already wins sometimes: sampled eval with several samples per
     task shows that (the learning benchmark uses it)"""
+    eval_at_start: bool = False
+    """also evaluate the starting policy (after the format warm-up and Stage 1) as iteration 0,
+    the first point of a learning curve"""
     eval_splits: tuple[str, ...] = ("seen", "unseen")
     """splits to evaluate on"""
     eval_max_new_tokens: int | None = None
@@ -335,7 +338,10 @@ def tiny() -> TrainConfig:
 
 
 def smollm2_cpu() -> TrainConfig:
-    """SmolLM2-135M-Instruct with bf16 autocast on a short horizon: minutes on 2 CPU cores."""
+    """SmolLM2-135M-Instruct on a short horizon: minutes on 2 CPU cores. bf16 autocast where the
+    CPU has native bf16 (``models.bf16_is_fast``), fp32 elsewhere (emulated bf16 is ~13x slower)."""
+    from seed_gym.trainer.models import bf16_is_fast
+
     return TrainConfig(
         preset="smollm2-cpu",
         model="smollm2",
@@ -343,7 +349,7 @@ def smollm2_cpu() -> TrainConfig:
         # (built once per env and cached: 6 CPU-min, 9 min wall on the shared 2-core machine for
         # Sokoban; see docs/training.md)
         format_warmup_episodes=16,
-        bf16=True,
+        bf16=bf16_is_fast("cpu"),
         threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
         iterations=3,  # with SEED (Stage 1 + analyze + rescore) about 15-20 min on 2 cores
         tasks_per_iter=2,

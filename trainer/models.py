@@ -393,6 +393,21 @@ def apply_lora(model, *, r: int = 8, lora_alpha: int = 16, lora_dropout: float =
     return get_peft_model(model, config)
 
 
+def bf16_is_fast(device: str = "cpu") -> bool:
+    """Whether bf16 autocast pays off on ``device``: CUDA with bf16 support, or a CPU with native
+    bf16 instructions (AVX512-BF16 / AMX, as oneDNN reports them). On an AVX2-only CPU (an AMD EPYC
+    here) bf16 is emulated: SmolLM2 forward+backward on 4x300 tokens took 269 s in bf16 vs 17-21 s
+    in fp32, one thread, measured side by side."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without oneDNN
+        return False
+
+
 def autocast(enabled: bool, device: str = "cpu"):
     """bf16 autocast context (weights stay fp32), or a no-op."""
     import torch

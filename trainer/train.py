@@ -303,6 +303,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         logger.close()
         return metrics
 
+    if cfg.eval_at_start and start_iteration == 0 and dist.is_main:
+        truncate_metrics(run_dir / "metrics.jsonl", -1)  # a run killed before its 1st checkpoint
+        logger.log(0, run_eval(0))
+
     train_tasks = task_ids(cfg.env, "train")
     B, G = cfg.tasks_per_iter, cfg.group_size
     pool = dist.make_pool(  # this rank's share of the B tasks (all of them with one process)

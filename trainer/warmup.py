@@ -479,6 +479,8 @@ def warmup_for_config(cfg: Any) -> Path:
 
 # --- CLI ----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
+    from seed_gym.trainer.models import bf16_is_fast
+
     d = WarmupSettings()
     p = argparse.ArgumentParser(
         prog="python -m seed_gym.trainer.warmup",
@@ -494,7 +496,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--modality", default=d.modality)
     p.add_argument("--history", type=int, default=None)
-    p.add_argument("--no-bf16", action="store_true", help="train in fp32")
+    p.add_argument(
+        "--bf16",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="bf16 autocast (default: where the CPU has native bf16, see models.bf16_is_fast)",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--force", action="store_true", help="rebuild even if cached")
     a = p.parse_args(argv)
@@ -507,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=a.seed,
         modality=a.modality,
         history=a.history,
-        bf16=not a.no_bf16,
+        bf16=bf16_is_fast("cpu") if a.bf16 is None else a.bf16,
     )
     out = build_warmup_model(a.env, a.base, settings, force=a.force, threads=a.threads)
     print(out)
