@@ -40,9 +40,10 @@ from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart
 # train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
-    # SmolLM2-135M (format-warmed) on EZPoints-text, 2 CPU cores, 2 runs side by side, fp32 on an
-    # AVX2-only CPU: GRPO ~15 min and SEED ~30 min per run (Stage 1 ~7 of them), ~1 hour in all.
-    # KL is off for both algorithms (it would cost a reference forward per sample).
+    # SmolLM2-135M (format-warmed) on EZPoints-text, 2 runs side by side, fp32. Measured on a 2-core
+    # AVX2-only machine (with a CI run sharing it for 49 of the minutes): GRPO 14-17 min and SEED
+    # 20-28 min per run (Stage 1 ~7 of them), 67 min for all 6 runs. KL is off for both algorithms
+    # (it would cost a reference forward per sample).
     "cpu": {
         "preset": "smollm2-cpu",
         "env": "seed_gym/EZPoints-v0",
@@ -237,7 +238,8 @@ def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
         lo = max(curves[k][0][1] for k in trained) if trained else 0.0
         hi = min(curves[k][-1][1] for k in trained) if trained else 0.0
         grid_src = aggregate([runs[k] for k in trained] or list(runs.values()), split)
-        grid = np.array([p["x"] for p in grid_src if lo <= p["x"] <= hi] or [hi])
+        # the mean steps of each eval inside the common range, and its end (where every run is)
+        grid = np.array(sorted({p["x"] for p in grid_src if lo <= p["x"] <= hi} | {hi}))
         for algo in algos[1:]:
             rows = []
             for x in grid:

@@ -40,6 +40,10 @@ def test_learning_benchmark_smoke(tmp_path, capsys):
     for split in ("seen", "unseen"):
         rows = res["paired"][split][f"{other} - {baseline}"]
         assert rows and all(len(r["per_seed"]) == 2 for r in rows)
+        # the grid runs from the start to the last step count every run reached
+        ends = [c[-1][1] for c in res["curves"][split][baseline]["per_seed"].values()]
+        ends += [c[-1][1] for c in res["curves"][split][other]["per_seed"].values()]
+        assert rows[0]["env_steps"] == 0.0 and rows[-1]["env_steps"] == min(ends)
         for r in rows:
             assert r["diff"] == pytest.approx(sum(r["per_seed"]) / 2)
             assert r["ci95"][0] <= r["diff"] + 1e-12 <= r["ci95"][1] + 2e-12
