@@ -198,7 +198,12 @@ def test_analyze_batches_and_retries_once_quoting_the_error():
         ]
     )
     stats: dict = {}
-    skills = analyze(ts, gen, stats=stats)
+    failures: dict = {}
+    skills = analyze(ts, gen, stats=stats, failures=failures)
+    # only the analysis that failed twice is a failure, with its last answer and why
+    assert list(failures) == ["it0-b0-g2"]
+    assert failures["it0-b0-g2"]["answer"] == "still not json"
+    assert "no JSON object found" in failures["it0-b0-g2"]["error"]
     assert len(gen.calls) == 2 and len(gen.calls[0]) == 3 and len(gen.calls[1]) == 2
     retry_chat = gen.calls[1][0]
     assert [m["role"] for m in retry_chat] == ["user", "assistant", "user"]

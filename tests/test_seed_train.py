@@ -94,6 +94,12 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path):
         "iter_000001.jsonl",
         "iter_000002.jsonl",
     ]
+    # the random model's analyses fail; the log says why and keeps what it wrote
+    from seed_gym.trainer.skill_log import SkillLog
+
+    for rec in SkillLog(out).read(1):
+        assert rec["skill"] is None and rec["analyzer_error"]
+        assert isinstance(rec["analyzer_answer"], str)
 
 
 def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer):

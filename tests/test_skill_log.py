@@ -36,6 +36,17 @@ def test_records_and_files_per_iteration(tmp_path):
         "mean_teacher_gap": 0.25,
     }
     assert records[1]["skill"] is None and records[1]["mean_teacher_gap"] is None
+    assert "analyzer_error" not in records[1]
+    failed = skill_records(
+        trajs,
+        skills,
+        iteration=2,
+        failures={"it2-b0-g1": {"answer": "<action>up</action>" * 500, "error": "no JSON object"}},
+    )
+    assert "analyzer_error" not in failed[0]
+    assert failed[1]["analyzer_error"] == "no JSON object"
+    assert failed[1]["analyzer_answer"].startswith("<action>up</action>")
+    assert len(failed[1]["analyzer_answer"]) == 2000  # clipped
     log = SkillLog(tmp_path)
     path = log.write(2, records)
     assert path == tmp_path / "skills" / "iter_000002.jsonl"

@@ -302,10 +302,13 @@ def analyze(
     count_tokens: Callable[[str], int] = approx_tokens,
     keep_last: int = 3,
     stats: dict[str, float] | None = None,
+    failures: dict[str, dict[str, str]] | None = None,
 ) -> list[Skill | None]:
     """One skill (or None) per trajectory, in order. Generation is batched: one ``generate_fn``
     call for all first answers and one for all retries. ``stats``, if given, receives
     ``analyzer/parse_rate``, ``analyzer/first_try_rate``, ``analyzer/retries``, ``analyzer/n``.
+    ``failures``, if given, receives ``{traj_id: {"answer": ..., "error": ...}}`` (the last answer
+    tried) for every analysis that failed, so a run's logs show why.
     """
     trajectories = list(trajectories)
     chats = [
@@ -337,8 +340,10 @@ def analyze(
             for i, answer, error in failed
         ]
         answers = _generate(generate_fn, retry_chats)
-        for (i, _, _), answer in zip(failed, answers, strict=True):
-            fields, _ = _try_parse(answer)
+        for k, answer in enumerate(answers):
+            i = failed[k][0]
+            fields, error = _try_parse(answer)
+            failed[k] = (i, answer, error or "unparseable")
             if fields is not None:
                 t = trajectories[i]
                 results[i] = Skill(
@@ -348,6 +353,10 @@ def analyze(
                     answer,
                     retried=True,
                 )
+    if failures is not None:
+        for i, answer, error in failed:
+            if results[i] is None:
+                failures[trajectories[i].traj_id] = {"answer": answer, "error": error}
     if stats is not None:
         n = len(trajectories)
         stats.update(

@@ -29,7 +29,9 @@ DEFAULT_SKILL_BANK = {
     "required format, and never repeat an action that left the observation unchanged."
 }
 
-SkillFn = Callable[[list[Trajectory], dict[str, float]], list[Skill | None]]
+# fn(trajectories, stats, failures) -> one skill or None per trajectory; ``stats`` receives the
+# analyzer metrics, ``failures`` {traj_id: {"answer", "error"}} for analyses that did not parse
+SkillFn = Callable[[list[Trajectory], dict[str, float], dict[str, dict]], list[Skill | None]]
 
 
 # --- Stage 1 ------------------------------------------------------------------------------------
@@ -71,8 +73,17 @@ def make_skill_source(cfg: TrainConfig, engine: Any, tokenizer: Any) -> SkillFn 
         kwargs = analyzer_kwargs(cfg, tokenizer)
         generate = policy_generate_fn(cfg, engine)
 
-        def policy_skills(trajs: list[Trajectory], stats: dict[str, float]) -> list[Skill | None]:
-            return analyze(trajs, generate, retry=cfg.analyzer_retry, stats=stats, **kwargs)
+        def policy_skills(
+            trajs: list[Trajectory], stats: dict[str, float], failures: dict[str, dict]
+        ) -> list[Skill | None]:
+            return analyze(
+                trajs,
+                generate,
+                retry=cfg.analyzer_retry,
+                stats=stats,
+                failures=failures,
+                **kwargs,
+            )
 
         return policy_skills
     if cfg.algo == "static-skills":
@@ -83,12 +94,14 @@ def make_skill_source(cfg: TrainConfig, engine: Any, tokenizer: Any) -> SkillFn 
             if cfg.skill_bank
             else StaticSkillAnnotator(DEFAULT_SKILL_BANK)
         )
-        return lambda trajs, stats: bank.annotate(trajs)
+        return lambda trajs, stats, failures: bank.annotate(trajs)
     if cfg.algo == "opsd":
         from seed_gym.trainer.annotators import PrivilegedAnnotator
 
         annotator = PrivilegedAnnotator(cfg.env)
-        return lambda trajs, stats: annotator.annotate(trajs, [t.privileged or {} for t in trajs])
+        return lambda trajs, stats, failures: annotator.annotate(
+            trajs, [t.privileged or {} for t in trajs]
+        )
     return None
 
 
@@ -210,6 +223,7 @@ def write_iteration_logs(
     teacher: Sequence[list[list[float] | None]] | None,
     gaps: Sequence[float | None] | None,
     trajectories: bool,
+    failures: dict[str, dict] | None = None,
 ) -> None:
     """``skills/iter_*.jsonl`` (when there are skills) and ``trajectories/iter_*.jsonl``. For
     skill-grpo the trajectory's skill is the one its actor saw."""
@@ -218,7 +232,8 @@ def write_iteration_logs(
 
     if skills is not None:
         SkillLog(run_dir).write(
-            iteration, skill_records(trajs, skills, iteration=iteration, gaps=gaps)
+            iteration,
+            skill_records(trajs, skills, iteration=iteration, gaps=gaps, failures=failures),
         )
     if trajectories:
         shown: Sequence[Any] | None = skills if teacher is not None else None

@@ -4,7 +4,8 @@ skills evolve with the policy (``<run_dir>/skills/iter_000003.jsonl``).
 One record per analyzed trajectory: iteration, trajectory/group/task ids, the task, whether the
 episode succeeded, the skill and summary (``null`` when the analysis failed), whether it took the
 retry, and the mean teacher gap it produced (mean over the trajectory's response tokens of
-``teacher_logprobs - old_logprobs``; ``rescore.mean_teacher_gap``).
+``teacher_logprobs - old_logprobs``; ``rescore.mean_teacher_gap``). A failed analysis also records
+the analyzer's answer and the parse error (``analyzer_answer``, ``analyzer_error``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 from seed_gym.trainer.analyzer import Skill
 from seed_gym.trainer.trajectory import Trajectory
 
+ANSWER_CHARS = 2000  # of a failed analyzer answer kept in the log
+
 
 def skill_records(
     trajectories: Sequence[Trajectory],
@@ -24,8 +27,11 @@ def skill_records(
     *,
     iteration: int,
     gaps: Sequence[float | None] | None = None,
+    failures: dict[str, dict[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready record per trajectory (``gaps`` aligned with ``trajectories``)."""
+    """One JSON-ready record per trajectory (``gaps`` aligned with ``trajectories``). A trajectory
+    in ``failures`` (``analyzer.analyze``'s) also gets ``analyzer_error`` and ``analyzer_answer``
+    (the analyzer's last answer, clipped to ``ANSWER_CHARS``)."""
     if len(skills) != len(trajectories) or (gaps is not None and len(gaps) != len(trajectories)):
         raise ValueError("trajectories, skills and gaps must have the same length")
     records = []
@@ -47,6 +53,10 @@ def skill_records(
                 "mean_teacher_gap": None if gaps is None or gaps[i] is None else float(gaps[i]),
             }
         )
+        failure = (failures or {}).get(traj.traj_id)
+        if failure is not None:
+            records[-1]["analyzer_error"] = failure["error"]
+            records[-1]["analyzer_answer"] = failure["answer"][:ANSWER_CHARS]
     return records
 
 

@@ -383,10 +383,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 old_lp = [s.old_logprobs for s, _ in samples]
 
             # --- analyze: a skill per trajectory (policy greedy / bank / privileged) -------------
-            skills, analyzer_stats = None, {}
+            skills, analyzer_stats, analyzer_failures = None, {}, {}
             if skill_fn is not None:
                 t0 = time.perf_counter()
-                skills = skill_fn(trajs, analyzer_stats)
+                skills = skill_fn(trajs, analyzer_stats, analyzer_failures)
                 if cfg.algo == "skill-grpo":  # shown to the actor the next time the task comes
                     actor_skills.update(trajs, skills)
                 times["analyze"] = time.perf_counter() - t0
@@ -583,6 +583,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                     teacher=teacher,
                     gaps=gaps,
                     trajectories=cfg.save_trajectories,
+                    failures=analyzer_failures,
                 )
             for k, v in times.items():
                 metrics[f"time/{k}"] = v
