@@ -114,11 +114,24 @@ def test_same_trajectories_as_local(local_ray):
     assert got[0][0] == got[0][1] == got[0][2] and got[0][0] != got[0][3]
 
 
+def _kill_and_wait(worker) -> None:
+    """``ray.kill`` only sends the kill: a call made right after it may still be served. Wait
+    until the actor answers calls with ``RayActorError`` (bounded by tries, not by time)."""
+    ray.kill(worker)
+    for _ in range(600):
+        try:
+            ray.get(worker.pid.remote(), timeout=30)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the killed actor kept answering")
+
+
 def test_killed_worker_fails_its_episodes_and_restarts(local_ray):
     pool = RayEnvPool([functools.partial(make_dice, k) for k in range(4)], envs_per_worker=2)
     try:
         first = pool.reset([0, 1, 2, 3])
-        ray.kill(pool.workers[0])  # hosts envs 0 and 1
+        _kill_and_wait(pool.workers[0])  # hosts envs 0 and 1
         out = pool.step([1, 2], ["a", "a"])
         obs, reward, terminated, truncated, info = out[0]
         assert terminated and truncated and reward == 0.0
@@ -192,7 +205,7 @@ def test_failed_reset_raises_and_pool_recovers(local_ray):
             EnvPoolError, match="env 1: env raised in reset: RuntimeError: bad task"
         ):
             pool.reset([1, 2, 3], [None, {"explode": True}, None])
-        ray.kill(pool.workers[1])  # the reset after a dead worker is retried on a fresh one
+        _kill_and_wait(pool.workers[1])  # the reset after a dead worker is retried on a fresh one
         assert _equal(pool.reset([1, 2, 3]), [make_dice(k).reset(seed=k + 1) for k in range(3)])
         assert pool.restarts == 1
     finally:
