@@ -15,6 +15,7 @@ import seed_gym
 from seed_gym.trainer.warmup import (
     Step,
     WarmupSettings,
+    analyzer_demonstrations,
     build_warmup_model,
     demonstrations,
     ezpoints_think,
@@ -72,8 +73,37 @@ def test_bad_settings_are_refused():
         WarmupSettings(noise=-0.1)
     with pytest.raises(ValueError, match=">= 1"):
         WarmupSettings(episodes=0)
+    with pytest.raises(ValueError, match="analyzer_episodes"):
+        WarmupSettings(analyzer_episodes=-1)
     with pytest.raises(ValueError, match="text-only"):
         demonstrations("seed_gym/EZPoints-v0", "train", 1, modality="image")
+
+
+@pytest.mark.parametrize("env_id", ["seed_gym/EZPoints-v0", "seed_gym/Sokoban-v0"])
+def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
+    from seed_gym.trainer.analyzer import ANALYZER_INSTRUCTION, parse_skill_json
+
+    rows = analyzer_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
+    assert len(rows) == 4 and {r["provenance"]["source"] for r in rows} == {"analyzer"}
+    # episodes alternate: the pure oracle (noise 0) wins, the random player loses
+    assert [r["provenance"]["won"] for r in rows] == [True, False, True, False]
+    for row in rows:
+        prompt = row["messages"][0]["content"]
+        assert row["messages"][0]["role"] == "user" and prompt.startswith(ANALYZER_INSTRUCTION)
+        won = row["provenance"]["won"]
+        assert f"episode_success: {'success' if won else 'failure'}" in prompt
+        assert "Step 1\nObservation: " in prompt and "Response: <think>" in prompt
+        fields = parse_skill_json(row["completion"])
+        expected = "repeat the workflow that worked" if won else "Avoid this mistake"
+        assert expected in fields["episode_skill"]
+    again = analyzer_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
+    assert again == rows
+    # a budget truncates the prompt exactly as the trainer's analyzer would
+    short = analyzer_demonstrations(
+        env_id, "train", 2, seed=0, noise=0.0, analyzer_kwargs={"max_prompt_tokens": 120}
+    )
+    assert len(short[1]["messages"][0]["content"]) < len(rows[1]["messages"][0]["content"])
+    assert "steps omitted" in short[1]["messages"][0]["content"]
 
 
 def test_reasoning_reads_only_the_observation():
@@ -130,6 +160,12 @@ def test_build_caches_the_warmed_model(tmp_path, monkeypatch):
     assert (path / "warmup.json").stat().st_mtime_ns == stamp
     other = build_warmup_model("seed_gym/EZPoints-v0", "tiny", **{**kw, "noise": 0.0})
     assert other != path
+    with_analyzer = build_warmup_model(
+        "seed_gym/EZPoints-v0", "tiny", **kw, analyzer_episodes=2, analyzer_budget=256
+    )
+    assert with_analyzer not in (path, other)
+    record = json.loads((with_analyzer / "warmup.json").read_text())
+    assert record["analyzer_rows"] == 2 and record["stats"]["rows"] > record["analyzer_rows"]
     assert not list((tmp_path / "models").glob("*.tmp*"))
 
 

@@ -78,6 +78,10 @@ class TrainConfig:
     format_warmup_noise: float = 0.3
     """format warm-up: share of demonstration steps that take a random admissible action instead
     of the oracle's (a noisy expert leaves RL room to improve)"""
+    format_warmup_analyzer_episodes: int = 0
+    """format warm-up: also clone the analyzer's JSON answer on N demonstration episodes (half
+    noisy-oracle, half random), labelled by the privileged annotator, so a small model can write
+    parseable skills at all (not in SEED.md; see docs/training.md); 0: off"""
 
     # --- env ----------------------------------------------------------------------------------
     modality: str | None = None
@@ -349,6 +353,9 @@ def smollm2_cpu() -> TrainConfig:
         # (built once per env and cached: 6 CPU-min, 9 min wall on the shared 2-core machine for
         # Sokoban; see docs/training.md)
         format_warmup_episodes=16,
+        # ... and the analyzer's JSON answer on 16 more: the warmed model never wrote a parseable
+        # skill unaided (analyzer parse rate 0 in the cpu learning benchmark), so SEED == GRPO
+        format_warmup_analyzer_episodes=16,
         bf16=bf16_is_fast("cpu"),
         threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
         iterations=3,  # with SEED (Stage 1 + analyze + rescore) about 15-20 min on 2 cores
@@ -362,7 +369,7 @@ def smollm2_cpu() -> TrainConfig:
         eval_tasks=2,
         eval_every=0,
         # SEED: a small Stage 1 and a short analyzer so `--algo seed` finishes in minutes
-        analyzer_max_new_tokens=128,
+        analyzer_max_new_tokens=160,  # the cloned skill JSON is 120-130 tokens on EZPoints
         analyzer_budget=768,
         sft_tasks_per_type=2,
         sft_rollouts=4,

@@ -16,6 +16,11 @@ What it does:
    ``noise`` of steps takes (and records) a random admissible action instead, so the cloned policy
    is a noisy expert and RL has room to improve. Every completion is stepped through the agent env,
    so a row exists only if the env's own parser accepted it.
+   ``analyzer_demonstrations`` (optional, ``analyzer_episodes``) adds rows for SEED's analyzer:
+   the analyzer prompt of a played episode (half noisy-oracle, half random: successes and
+   failures) -> the privileged annotator's skill JSON. SmolLM2 never answers the analyzer prompt
+   in JSON unaided, so without them no skill parses and SEED reduces to GRPO. This is Stage 1's
+   SFT data without its rerun filter (which a policy that never wins cannot pass).
 2. ``format_warmup`` fine-tunes on the rows with the loss on completion tokens only (the answer-only
    SFT of ``trainer/sft.py``).
 3. ``build_warmup_model`` caches the warmed model as a Hugging Face folder under
@@ -173,6 +178,130 @@ def _still_winnable(env: Any) -> bool:
 
 
 # --- demonstrations -----------------------------------------------------------------------------
+@dataclass
+class Episode:
+    """One played demonstration: its SFT rows (one per step) and the same steps as a
+    ``Trajectory`` with the env's ``privileged_info()`` at reset (for analyzer rows)."""
+
+    rows: list[dict[str, Any]]
+    trajectory: Any  # seed_gym.trainer.trajectory.Trajectory
+    privileged: dict[str, Any]
+
+
+def _play(
+    env: Any, rng: np.random.Generator, env_id: str, task_id: str, e: int, noise: float, max_steps
+) -> Episode:
+    """One noisy-oracle episode of ``task_id`` through the agent env ``env``."""
+    from seed_gym.trainer.trajectory import StepSample, Trajectory
+
+    spec = env.agent_spec
+    env_seed = int(rng.integers(2**31))
+    obs, info = env.reset(seed=env_seed, options={"task_id": task_id})
+    privileged = dict(env.unwrapped.privileged_info())
+    traj = Trajectory(
+        traj_id=f"warmup-{e}",
+        group_id=f"warmup-{e}",
+        task_id=task_id,
+        task_type=str(info.get("task_type", "")),
+        task=str(info.get("task", "")),
+        seed=env_seed,
+        privileged=privileged,
+    )
+    rows: list[dict[str, Any]] = []
+    for t in range(max_steps or 10**9):
+        if obs.get("images"):
+            raise ValueError(
+                f"the format warm-up is text-only; {env_id} gave images: pass modality='text'"
+            )
+        if not _still_winnable(env):
+            break
+        source = "oracle"
+        action = env.unwrapped.oracle_action()
+        if noise and rng.random() < noise:
+            source = "noise"
+            action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
+        anchor = str(info["anchor"])
+        completion = render_completion(Step(env_id, anchor, str(info["task"]), action, info))
+        if source == "noise" and not spec.parse(completion).valid:
+            # a junk random action (SearchQA's sampler writes some): the oracle instead
+            source, action = "oracle", env.unwrapped.oracle_action()
+            completion = render_completion(Step(env_id, anchor, str(info["task"]), action, info))
+        messages = [dict(m) for m in obs["messages"]]
+        obs, reward, terminated, truncated, info = env.step(completion)
+        if not info["format_valid"]:
+            raise ValueError(
+                f"{env_id}: the warm-up completion {completion!r} does not parse under the "
+                "env's agent spec"
+            )
+        rows.append(
+            {
+                "messages": messages,
+                "completion": completion,
+                "provenance": {
+                    "env_id": env_id,
+                    "task_id": task_id,
+                    "episode": e,
+                    "step": t + 1,
+                    "source": source,
+                },
+            }
+        )
+        traj.steps.append(
+            StepSample(
+                messages=messages,
+                prompt_ids=[],
+                response_ids=[],
+                old_logprobs=[],
+                response_text=completion,
+                observation=anchor,
+                action=info.get("parsed_action"),
+                valid=True,
+                reward=float(reward),
+            )
+        )
+        traj.won = bool(info.get("won", False))
+        if terminated or truncated:
+            traj.truncated = bool(truncated and not terminated)
+            break
+    return Episode(rows, traj, privileged)
+
+
+def play_demonstrations(
+    env_id: str,
+    split: str = "train",
+    n_episodes: int = 16,
+    seed: int = 0,
+    history: int | None = None,
+    modality: str | None = "text",
+    *,
+    noise: float | list[float] = 0.0,
+    max_steps: int | None = None,
+    stream: int = 0,
+) -> list[Episode]:
+    """``n_episodes`` noisy-oracle episodes on a seeded subset of ``split``'s tasks (cycled if the
+    split is smaller). ``noise`` is the share of steps that take a random admissible action (a list:
+    episode ``e`` uses ``noise[e % len(noise)]``); ``stream`` picks an independent random stream."""
+    import seed_gym
+
+    levels = noise if isinstance(noise, list) else [noise]
+    if not levels or not all(0.0 <= x <= 1.0 for x in levels):
+        raise ValueError(f"noise must be in [0, 1], got {noise}")
+    if n_episodes < 0:
+        raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
+    key = [int(seed), WARMUP_VERSION] + ([stream] if stream else [])
+    rng = np.random.default_rng(np.random.SeedSequence(key))
+    env = seed_gym.make_agent_env(env_id, split=split, modality=modality, history=history)
+    try:
+        ids = list(env.unwrapped.manifest(split).task_ids)
+        order = [ids[int(i)] for i in rng.permutation(len(ids))]
+        return [
+            _play(env, rng, env_id, order[e % len(order)], e, levels[e % len(levels)], max_steps)
+            for e in range(n_episodes)
+        ]
+    finally:
+        env.close()
+
+
 def demonstrations(
     env_id: str,
     split: str = "train",
@@ -186,74 +315,61 @@ def demonstrations(
 ) -> list[dict[str, Any]]:
     """Oracle (plus ``noise`` random admissible actions) episodes as SFT rows.
 
-    Tasks: a seeded subset of ``n_episodes`` tasks of ``split`` (cycled if the split is smaller).
     A random step records the random action (the cloned policy imitates a noisy expert). Each
     completion is stepped through the agent env; one its parser rejects raises, since a formatter
     that writes invalid output would teach the wrong format. Rows: ``{"messages", "completion",
     "provenance": {env_id, task_id, step, source: oracle|noise}}``.
     """
-    import seed_gym
+    episodes = play_demonstrations(
+        env_id, split, n_episodes, seed, history, modality, noise=noise, max_steps=max_steps
+    )
+    return [row for ep in episodes for row in ep.rows]
 
-    if not 0.0 <= noise <= 1.0:
-        raise ValueError(f"noise must be in [0, 1], got {noise}")
-    if n_episodes < 0:
-        raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
-    env = seed_gym.make_agent_env(env_id, split=split, modality=modality, history=history)
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), WARMUP_VERSION]))
-    spec = env.agent_spec
-    rows: list[dict[str, Any]] = []
-    try:
-        ids = list(env.unwrapped.manifest(split).task_ids)
-        order = [ids[int(i)] for i in rng.permutation(len(ids))]
-        for e in range(n_episodes):
-            task_id = order[e % len(order)]
-            obs, info = env.reset(seed=int(rng.integers(2**31)), options={"task_id": task_id})
-            for t in range(max_steps or 10**9):
-                if obs.get("images"):
-                    raise ValueError(
-                        f"the format warm-up is text-only; {env_id} gave images: pass "
-                        "modality='text'"
-                    )
-                if not _still_winnable(env):
-                    break
-                source = "oracle"
-                action = env.unwrapped.oracle_action()
-                if noise and rng.random() < noise:
-                    source = "noise"
-                    action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
-                completion = render_completion(
-                    Step(env_id, str(info["anchor"]), str(info["task"]), action, info)
-                )
-                if source == "noise" and not spec.parse(completion).valid:
-                    # a junk random action (SearchQA's sampler writes some): the oracle instead
-                    source, action = "oracle", env.unwrapped.oracle_action()
-                    completion = render_completion(
-                        Step(env_id, str(info["anchor"]), str(info["task"]), action, info)
-                    )
-                messages = [dict(m) for m in obs["messages"]]
-                obs, _, terminated, truncated, info = env.step(completion)
-                if not info["format_valid"]:
-                    raise ValueError(
-                        f"{env_id}: the warm-up completion {completion!r} does not parse under "
-                        "the env's agent spec"
-                    )
-                rows.append(
-                    {
-                        "messages": messages,
-                        "completion": completion,
-                        "provenance": {
-                            "env_id": env_id,
-                            "task_id": task_id,
-                            "episode": e,
-                            "step": t + 1,
-                            "source": source,
-                        },
-                    }
-                )
-                if terminated or truncated:
-                    break
-    finally:
-        env.close()
+
+def analyzer_demonstrations(
+    env_id: str,
+    split: str = "train",
+    n_episodes: int = 8,
+    seed: int = 0,
+    history: int | None = None,
+    modality: str | None = "text",
+    *,
+    noise: float = 0.3,
+    analyzer_kwargs: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Analyzer rows {analyzer prompt of a demonstration episode -> the privileged annotator's
+    skill JSON}, so a small model learns to answer the analyzer prompt in JSON at all.
+
+    Half the episodes are played with ``noise`` (mostly successes: workflow skills), half with
+    random actions only (failures: avoidance skills), on a random stream of their own.
+    ``analyzer_kwargs`` (``max_prompt_tokens``, ``count_tokens``) must be the trainer's, so the
+    prompts look exactly like Stage 2's (``sft.analyzer_kwargs``)."""
+    from seed_gym.trainer.analyzer import analyzer_messages
+    from seed_gym.trainer.annotators import PrivilegedAnnotator
+
+    episodes = play_demonstrations(
+        env_id, split, n_episodes, seed, history, modality, noise=[noise, 1.0], stream=1
+    )
+    annotator = PrivilegedAnnotator(env_id)
+    rows = []
+    for ep in episodes:
+        skill = annotator.annotate_one(ep.trajectory, ep.privileged)
+        if skill is None:
+            continue
+        traj = ep.trajectory
+        rows.append(
+            {
+                "messages": analyzer_messages(traj, **(analyzer_kwargs or {})),
+                "completion": skill.to_json(),
+                "provenance": {
+                    "env_id": env_id,
+                    "task_id": traj.task_id,
+                    "episode": traj.traj_id,
+                    "source": "analyzer",
+                    "won": traj.won,
+                },
+            }
+        )
     return rows
 
 
@@ -346,10 +462,14 @@ class WarmupSettings:
     history: int | None = None
     bf16: bool = True
     max_length: int = 4096
+    analyzer_episodes: int = 0  # analyzer rows (analyzer_demonstrations); 0: none
+    analyzer_budget: int | None = None  # the trainer's analyzer prompt budget (tokens)
 
     def __post_init__(self):
         if self.episodes < 1 or self.epochs < 1 or self.micro_batch < 1:
             raise ValueError("warm-up episodes, epochs and micro_batch must be >= 1")
+        if self.analyzer_episodes < 0:
+            raise ValueError(f"analyzer_episodes must be >= 0, got {self.analyzer_episodes}")
         if self.lr <= 0:
             raise ValueError(f"warm-up lr must be > 0, got {self.lr}")
         if not 0.0 <= self.noise <= 1.0:
@@ -416,10 +536,25 @@ def build_warmup_model(
         settings.modality,
         noise=settings.noise,
     )
+    policy = load_policy(base, seed=settings.seed)
+    if settings.analyzer_episodes:
+        tok = policy.tokenizer
+        rows += analyzer_demonstrations(
+            env_id,
+            settings.split,
+            settings.analyzer_episodes,
+            settings.seed,
+            settings.history,
+            settings.modality,
+            noise=settings.noise,
+            analyzer_kwargs={
+                "max_prompt_tokens": settings.analyzer_budget,
+                "count_tokens": lambda s: len(tok(s, add_special_tokens=False)["input_ids"]),
+            },
+        )
     demo_seconds = time.perf_counter() - t0
     if progress:
-        print(f"warm-up: {len(rows)} demonstration steps from {env_id}", file=sys.stderr)
-    policy = load_policy(base, seed=settings.seed)
+        print(f"warm-up: {len(rows)} demonstration rows from {env_id}", file=sys.stderr)
     stats = format_warmup(
         policy.model,
         policy.tokenizer,
@@ -452,6 +587,7 @@ def build_warmup_model(
         "episodes_recorded": len({r["provenance"]["episode"] for r in rows}),
         "oracle_rows": sources.count("oracle"),
         "noise_rows": sources.count("noise"),
+        "analyzer_rows": sources.count("analyzer"),
         "demo_seconds": demo_seconds,
         "stats": stats,
         "example_completion": rows[0]["completion"] if rows else None,
@@ -473,6 +609,8 @@ def warmup_for_config(cfg: Any) -> Path:
         modality=cfg.modality or "text",
         history=cfg.history,
         bf16=cfg.bf16,
+        analyzer_episodes=cfg.format_warmup_analyzer_episodes,
+        analyzer_budget=cfg.analyzer_budget if cfg.format_warmup_analyzer_episodes else None,
     )
     return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.progress)
 
@@ -492,6 +630,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=d.epochs)
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--noise", type=float, default=d.noise, help="share of random actions")
+    p.add_argument(
+        "--analyzer-episodes",
+        type=int,
+        default=d.analyzer_episodes,
+        help="episodes whose analyzer answer (privileged skill JSON) is cloned too",
+    )
+    p.add_argument(
+        "--analyzer-budget",
+        type=int,
+        default=3072,
+        help="analyzer prompt budget in tokens (use the trainer's --analyzer-budget)",
+    )
     p.add_argument("--micro-batch", type=int, default=d.micro_batch)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--modality", default=d.modality)
@@ -515,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
         modality=a.modality,
         history=a.history,
         bf16=bf16_is_fast("cpu") if a.bf16 is None else a.bf16,
+        analyzer_episodes=a.analyzer_episodes,
+        analyzer_budget=a.analyzer_budget if a.analyzer_episodes else None,
     )
     out = build_warmup_model(a.env, a.base, settings, force=a.force, threads=a.threads)
     print(out)
