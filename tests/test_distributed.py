@@ -108,7 +108,7 @@ def _config(tmp_path, name: str, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> None:
+def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> str:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     cfg_path = tmp_path / f"{os.path.basename(cfg.out)}.json"
@@ -132,6 +132,7 @@ def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> None:
     if proc.returncode != 0:  # show the ranks' tracebacks, not only torchrun's summary
         tb = proc.stderr.find("Traceback")
         pytest.fail(proc.stdout[-2000:] + proc.stderr[max(0, tb - 200) :][:20000])
+    return proc.stderr
 
 
 UPDATE_KEYS = (
@@ -180,6 +181,18 @@ def test_sharded_rollouts_keep_ranks_identical(tmp_path):
     _launch(tmp_path, _config(tmp_path, "wide", iterations=1), 2)
     wide = run_metrics(tmp_path / "wide")[-1]
     assert wide["rollout/episodes"] == 8.0 and wide["train/samples"] == 8.0
+
+
+def test_stage1_runs_once_under_torchrun(tmp_path):
+    """Rank 0 runs SEED's Stage 1 into RUN_DIR/stage1 while rank 1 waits, then both start from it
+    (before, every rank ran Stage 1 into the same folder at once)."""
+    cfg = _config(tmp_path, "seed", algo="seed", iterations=1, kl_coef=0.0, dist_rollout="rank0")
+    stderr = _launch(tmp_path, cfg, 2)
+    assert stderr.count("[stage1] accepted") == 1, stderr[-3000:]
+    assert (tmp_path / "seed" / "stage1" / "stage1.json").exists()
+    p0 = torch.load(tmp_path / "seed" / "params_rank0.pt")
+    p1 = torch.load(tmp_path / "seed" / "params_rank1.pt")
+    assert all(torch.equal(x, y) for x, y in zip(p0, p1, strict=True))
 
 
 def test_one_process_context_is_the_identity(monkeypatch):

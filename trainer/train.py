@@ -145,20 +145,27 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     import_env_modules(list(cfg.imports))  # user envs register before anything is made
-    policy_base = cfg.model
-    if cfg.format_warmup_episodes > 0:  # behaviour-cloning format warm-up (cached; warmup.py)
-        from seed_gym.trainer.warmup import warmup_for_config
-
-        policy_base = str(warmup_for_config(cfg))
-    if cfg.algo != "prompt":  # SEED Stage 1 (seed, skill-grpo), once per run; seeds reset below
-        stage1_cfg = dataclasses.replace(cfg, model=policy_base)
-        cfg = dataclasses.replace(cfg, sft_model=stage1_policy_path(stage1_cfg, run_dir))
-    random.seed(cfg.seed)
-    np.random.seed(cfg.seed % 2**32)
-    torch.manual_seed(cfg.seed)
     # torchrun: join the process group (one process: every dist helper is the identity)
     dist = init_distributed(rollout=cfg.dist_rollout)
     device = resolve_device(cfg.device, dist)
+    # the starting policy: format warm-up (cached; warmup.py), then SEED Stage 1 (seed, skill-grpo;
+    # once per run). Under torchrun rank 0 builds both while the others wait; they then find both
+    # already on disk instead of building them again into the same folders.
+    if not dist.is_main:
+        dist.barrier()
+    policy_base = cfg.model
+    if cfg.format_warmup_episodes > 0:
+        from seed_gym.trainer.warmup import warmup_for_config
+
+        policy_base = str(warmup_for_config(cfg))
+    if cfg.algo != "prompt":
+        stage1_cfg = dataclasses.replace(cfg, model=policy_base)
+        cfg = dataclasses.replace(cfg, sft_model=stage1_policy_path(stage1_cfg, run_dir))
+    if dist.is_main:
+        dist.barrier()
+    random.seed(cfg.seed)  # Stage 1 drew from these generators (on rank 0 only): reset them
+    np.random.seed(cfg.seed % 2**32)
+    torch.manual_seed(cfg.seed)
     if dist.is_main:  # rank 0 alone writes the run directory
         TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
 
