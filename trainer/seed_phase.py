@@ -35,7 +35,7 @@ SkillFn = Callable[[list[Trajectory], dict[str, float], dict[str, dict]], list[S
 
 
 # --- Stage 1 ------------------------------------------------------------------------------------
-def stage1_policy_path(cfg: TrainConfig, run_dir: Path) -> str | None:
+def stage1_policy_path(cfg: TrainConfig, run_dir: Path, device: str = "cpu") -> str | None:
     """The folder Stage 2 starts from: ``cfg.sft_model`` if given; for the self-analyzing algos
     (``seed``, ``skill-grpo``) without ``--no-sft``, Stage 1's model (run now into
     ``RUN_DIR/stage1`` unless a finished one is there); else None (start from ``cfg.model``)."""
@@ -47,7 +47,7 @@ def stage1_policy_path(cfg: TrainConfig, run_dir: Path) -> str | None:
         return None
     out = run_dir / "stage1"
     if not stage1_done(out):
-        run_stage1(cfg, out)
+        run_stage1(cfg, out, device=device)
     return str(out / STAGE1_FILES["model"])
 
 

@@ -388,7 +388,9 @@ def tasks_by_type(
     return [t for key in sorted(chosen) for t in chosen[key]]
 
 
-def run_stage1(cfg: Any, out: str | Path, *, policy: Any = None) -> dict[str, Any]:
+def run_stage1(
+    cfg: Any, out: str | Path, *, policy: Any = None, device: str = "cpu"
+) -> dict[str, Any]:
     """SEED Stage 1 with the settings of ``cfg`` (a ``TrainConfig``: env, model, ``sft_*``,
     ``analyzer_*``, rollout fields) into ``out``; returns the meta dict (also ``out/stage1.json``).
 
@@ -412,7 +414,7 @@ def run_stage1(cfg: Any, out: str | Path, *, policy: Any = None) -> dict[str, An
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if policy is None:
-        policy = load_policy(cfg.model, seed=cfg.seed)
+        policy = load_policy(cfg.model, seed=cfg.seed, device=device)
     model, tokenizer = policy.model, policy.tokenizer
     engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
     sampling = SamplingParams(cfg.max_new_tokens, cfg.sft_temperature, 1.0)

@@ -160,7 +160,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         policy_base = str(warmup_for_config(cfg))
     if cfg.algo != "prompt":
         stage1_cfg = dataclasses.replace(cfg, model=policy_base)
-        cfg = dataclasses.replace(cfg, sft_model=stage1_policy_path(stage1_cfg, run_dir))
+        cfg = dataclasses.replace(cfg, sft_model=stage1_policy_path(stage1_cfg, run_dir, device))
     if dist.is_main:
         dist.barrier()
     random.seed(cfg.seed)  # Stage 1 drew from these generators (on rank 0 only): reset them
