@@ -1,11 +1,11 @@
 """Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
 
-    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~1 hour, 2 cores
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # 1-1.5 hours, 2 cores
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
     python benchmarks/learning.py --smoke --out /tmp/lb                     # 2 iterations, tiny
 
-For every (algorithm, seed) it runs ``seed-gym train`` (one subprocess at a time, so only one model
-is ever loaded) into ``OUT/runs/<algo>-s<seed>``; a finished run is skipped when the benchmark is
+For every (algorithm, seed) it runs ``seed-gym train`` in a subprocess (``--jobs`` of them side by
+side, each with its own model and 1 torch thread) into ``OUT/runs/<algo>-s<seed>``; a finished run is skipped when the benchmark is
 rerun, so an interrupted benchmark continues where it stopped. Every run of a configuration shares
 env, model, budget (iterations x tasks per iteration x group size) and eval tasks; only ``--algo``
 differs, and runs with the same seed see the same training tasks in the same order.
@@ -40,10 +40,10 @@ from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart
 # train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
-    # SmolLM2-135M (format-warmed) on EZPoints-text, 2 runs side by side, fp32. Measured on a 2-core
-    # AVX2-only machine (with a CI run sharing it for 49 of the minutes): GRPO 14-17 min and SEED
-    # 20-28 min per run (Stage 1 ~7 of them), 67 min for all 6 runs. KL is off for both algorithms
-    # (it would cost a reference forward per sample).
+    # SmolLM2-135M (format-warmed, analyzer rows included) on EZPoints-text, 2 runs side by side,
+    # fp32. Measured on a 2-core AVX2-only machine (a CI run and tests sharing it): GRPO 17-21 min
+    # and SEED 30-38 min per run (Stage 1 8-10 of them), 82 min for all 6 runs. KL is off for both
+    # algorithms (it would cost a reference forward per sample).
     "cpu": {
         "preset": "smollm2-cpu",
         "env": "seed_gym/EZPoints-v0",
