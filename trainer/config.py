@@ -350,8 +350,8 @@ def smollm2_cpu() -> TrainConfig:
         preset="smollm2-cpu",
         model="smollm2",
         # SmolLM2-135M never writes the agent format unaided: clone 16 oracle episodes first
-        # (built once per env and cached: 6 CPU-min, 9 min wall on the shared 2-core machine for
-        # Sokoban; see docs/training.md)
+        # (built once per env and cached; with the analyzer rows below 10 min for EZPoints and
+        # 28 min for Sokoban on a busy 2-core machine; see docs/training.md)
         format_warmup_episodes=16,
         # ... and the analyzer's JSON answer on 16 more: the warmed model never wrote a parseable
         # skill unaided (analyzer parse rate 0 in the cpu learning benchmark), so SEED == GRPO
