@@ -43,9 +43,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from seed_gym.trainer.trajectory import Trajectory
 
 # bump when demonstrations or training change, so old cached models are not reused
 WARMUP_VERSION = 2
@@ -181,11 +184,10 @@ def _still_winnable(env: Any) -> bool:
 @dataclass
 class Episode:
     """One played demonstration: its SFT rows (one per step) and the same steps as a
-    ``Trajectory`` with the env's ``privileged_info()`` at reset (for analyzer rows)."""
+    ``Trajectory`` whose ``privileged`` is the env's ``privileged_info()`` at reset."""
 
     rows: list[dict[str, Any]]
-    trajectory: Any  # seed_gym.trainer.trajectory.Trajectory
-    privileged: dict[str, Any]
+    trajectory: Trajectory
 
 
 def _play(
@@ -197,7 +199,6 @@ def _play(
     spec = env.agent_spec
     env_seed = int(rng.integers(2**31))
     obs, info = env.reset(seed=env_seed, options={"task_id": task_id})
-    privileged = dict(env.unwrapped.privileged_info())
     traj = Trajectory(
         traj_id=f"warmup-{e}",
         group_id=f"warmup-{e}",
@@ -205,7 +206,7 @@ def _play(
         task_type=str(info.get("task_type", "")),
         task=str(info.get("task", "")),
         seed=env_seed,
-        privileged=privileged,
+        privileged=dict(env.unwrapped.privileged_info()),
     )
     rows: list[dict[str, Any]] = []
     for t in range(max_steps or 10**9):
@@ -263,7 +264,7 @@ def _play(
         if terminated or truncated:
             traj.truncated = bool(truncated and not terminated)
             break
-    return Episode(rows, traj, privileged)
+    return Episode(rows, traj)
 
 
 def play_demonstrations(
@@ -353,7 +354,7 @@ def analyzer_demonstrations(
     annotator = PrivilegedAnnotator(env_id)
     rows = []
     for ep in episodes:
-        skill = annotator.annotate_one(ep.trajectory, ep.privileged)
+        skill = annotator.annotate_one(ep.trajectory, ep.trajectory.privileged or {})
         if skill is None:
             continue
         traj = ep.trajectory
@@ -463,7 +464,7 @@ class WarmupSettings:
     bf16: bool = True
     max_length: int = 4096
     analyzer_episodes: int = 0  # analyzer rows (analyzer_demonstrations); 0: none
-    analyzer_budget: int | None = None  # the trainer's analyzer prompt budget (tokens)
+    analyzer_budget: int | None = None  # the trainer's analyzer prompt budget (tokens; None: all)
 
     def __post_init__(self):
         if self.episodes < 1 or self.epochs < 1 or self.micro_batch < 1:
@@ -538,7 +539,8 @@ def build_warmup_model(
     )
     policy = load_policy(base, seed=settings.seed)
     if settings.analyzer_episodes:
-        tok = policy.tokenizer
+        from seed_gym.trainer.sft import analyzer_kwargs
+
         rows += analyzer_demonstrations(
             env_id,
             settings.split,
@@ -547,10 +549,8 @@ def build_warmup_model(
             settings.history,
             settings.modality,
             noise=settings.noise,
-            analyzer_kwargs={
-                "max_prompt_tokens": settings.analyzer_budget,
-                "count_tokens": lambda s: len(tok(s, add_special_tokens=False)["input_ids"]),
-            },
+            # the trainer's truncation: the rows look exactly like Stage 2's analyzer prompts
+            analyzer_kwargs=analyzer_kwargs(settings, policy.tokenizer),
         )
     demo_seconds = time.perf_counter() - t0
     if progress:
@@ -617,6 +617,7 @@ def warmup_for_config(cfg: Any) -> Path:
 
 # --- CLI ----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
+    from seed_gym.trainer.config import TrainConfig
     from seed_gym.trainer.models import bf16_is_fast
 
     d = WarmupSettings()
@@ -639,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--analyzer-budget",
         type=int,
-        default=3072,
+        default=TrainConfig().analyzer_budget,
         help="analyzer prompt budget in tokens (use the trainer's --analyzer-budget)",
     )
     p.add_argument("--micro-batch", type=int, default=d.micro_batch)
