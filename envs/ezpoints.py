@@ -20,9 +20,13 @@ NUMBER_TOKENS = tuple(str(n) for n in range(1, 11))
 TOKENS = (*NUMBER_TOKENS, "+", "*", "=")
 IMAGE_SIZE = 300
 
+# The reference's rewards (gym-cards' EZPoints as verl-agent and SEED use it): +10 for a right
+# formula, 0 for everything else. A wrong answer ends the episode at 0, an illegal token is a no-op
+# at 0; the agent layer adds its format penalty to unparseable output, so garbage scores below
+# any in-format action (``seed_gym.check_env`` checks that).
 WIN_REWARD = 10.0
-LOSS_PENALTY = -1.0  # a wrong "=" or a formula grown past MAX_TOKENS; the episode ends
-ILLEGAL_PENALTY = -1.0  # an illegal token; a no-op
+LOSS_REWARD = 0.0  # a wrong "=" or a formula grown past MAX_TOKENS; the episode ends
+ILLEGAL_REWARD = 0.0  # an illegal token; a no-op
 
 # Unordered card-value pairs the reference generator can deal (always solvable, see _dealable).
 # The unseen split holds out one "+" pair and one "*" pair; train and seen never deal them.
@@ -127,11 +131,12 @@ class EZPointsEnv(SeedEnv):
         is legal only if an unused card has that value. ``admissible_actions`` lists all 13.
 
     Rewards:
-        ``=`` evaluates the formula (``*`` before ``+``; numbers and operators must alternate):
-        +10 if it equals 12 and uses both cards, else -1; the episode ends either way. An
-        illegal token (a number not held or already used, or anything outside the 13 tokens)
-        gives -1 and changes nothing. A token other than ``=`` when the formula already has 5
-        tokens gives -1 and ends the episode (the reference's length limit). Other tokens: 0.
+        As the reference: ``=`` evaluates the formula (``*`` before ``+``; numbers and operators
+        must alternate): +10 if it equals 12 and uses both cards, else 0; the episode ends
+        either way. An illegal token (a number not held or already used, or anything outside
+        the 13 tokens) gives 0 and changes nothing. A token other than ``=`` when the formula
+        already has 5 tokens gives 0 and ends the episode (the reference's length limit). Other
+        tokens: 0. Unparseable model output costs the agent layer's format penalty (0.1).
 
     Termination:
         ``terminated`` after ``=`` or an over-long formula; ``won`` iff the formula made 12.
@@ -143,9 +148,10 @@ class EZPointsEnv(SeedEnv):
         by a fixed hash), {4,8} and {2,6} only in ``unseen`` (never dealt in train or seen).
 
     Version History:
-        v0: initial release. Differs from the reference on purpose: seeded deals, illegal tokens
-        are no-ops (the reference appended a blank), formulas are parsed, not ``eval``-ed, so
-        juxtaposed numbers do not form a new number.
+        v0: initial release. Differs from the reference on purpose: seeded deals, formulas are
+        parsed, not ``eval``-ed, so juxtaposed numbers do not form a new number. Rewards were
+        -1 for a wrong formula and an illegal token before 0.2.0, which paid unparseable output
+        better than a wrong answer; now as the reference.
     """
 
     env_id = ENV_ID
@@ -214,25 +220,24 @@ class EZPointsEnv(SeedEnv):
         return self._obs(), info
 
     def step(self, action: Any):
-        assert self._cards is not None, "call reset() first"
+        if self._cards is None:
+            raise RuntimeError("call reset() before step()")
         token = self._as_action(action)
         if self._done:
             return self._result(0.0, terminated=True, valid=False, feedback="The episode is over.")
         if token not in TOKENS:
-            shown = repr(token)[:40] if token is not None else type(action).__name__
+            shown = f"Illegal token {token[:40]!r}" if token is not None else "No token"
             return self._result(
-                ILLEGAL_PENALTY,
-                valid=False,
-                feedback=f"Illegal token {shown}: append one of 1-10, +, *, =.",
+                ILLEGAL_REWARD, valid=False, feedback=f"{shown}: append one of 1-10, +, *, =."
             )
         if token == "=":
             value = evaluate(self._formula)
             won = value == TARGET_POINTS and all(self._used)
             self._formula.append("=")
-            return self._result(WIN_REWARD if won else LOSS_PENALTY, terminated=True, won=won)
+            return self._result(WIN_REWARD if won else LOSS_REWARD, terminated=True, won=won)
         if len(self._formula) >= MAX_TOKENS:
             return self._result(
-                LOSS_PENALTY,
+                LOSS_REWARD,
                 terminated=True,
                 valid=False,
                 feedback=f"The formula is already {MAX_TOKENS} tokens long; only '=' was allowed.",
@@ -243,7 +248,7 @@ class EZPointsEnv(SeedEnv):
             ]
             if not free:
                 return self._result(
-                    ILLEGAL_PENALTY,
+                    ILLEGAL_REWARD,
                     valid=False,
                     feedback=f"Illegal token {token}: no unused card is worth {token}.",
                 )

@@ -91,7 +91,8 @@ class SokobanEnv(SeedEnv):
 
     Termination:
         ``terminated`` when every box is on a target (``info["won"]``); the registry's
-        ``TimeLimit`` truncates after 15 steps.
+        ``TimeLimit`` truncates after 15 steps. Steps after the end return reward 0, change
+        nothing and keep ``terminated`` (gymnasium leaves them undefined).
 
     Splits:
         ``train``: 10,000 6x6 rooms with 1 box (seeds 0..9999); ``seen``: 200 more from the same
@@ -116,6 +117,7 @@ class SokobanEnv(SeedEnv):
         self._state: State | None = None
         self._deltas: dict[str, int] = {}
         self._plan_cache: dict[State, list[str]] = {}
+        self._done = False
 
     # --- splits -------------------------------------------------------------------------------
     def manifest(self, split: str) -> SplitManifest:
@@ -128,6 +130,7 @@ class SokobanEnv(SeedEnv):
         self._state = room.start
         self._deltas = offsets(room.width)
         self._plan_cache = {}
+        self._done = False
         self.task_id = task_id
         self.task_type = f"{room.height}x{room.width}-b{len(room.boxes)}"
 
@@ -181,7 +184,13 @@ class SokobanEnv(SeedEnv):
         return self._obs(), info
 
     def step(self, action: Any):
-        assert self._room is not None and self._state is not None, "call reset() first"
+        if self._room is None or self._state is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:  # a solved room pays nothing more (it would pay +10 at every step)
+            info = self._info(
+                won=True, action_is_valid=False, admissible_actions=list(ACTIONS), **self._extras()
+            )
+            return self._obs("The episode is over."), 0.0, True, False, info
         text = self._as_action(action)
         name = text.lower() if text is not None else None
         reward = STEP_PENALTY
@@ -198,11 +207,15 @@ class SokobanEnv(SeedEnv):
             reward += BOX_ON_TARGET_REWARD
         elif after < before:
             reward += BOX_OFF_TARGET_PENALTY
-        won = self._solved()
+        won = self._done = self._solved()
         if won:
             reward += SOLVED_REWARD
         info = self._info(won=won, admissible_actions=list(ACTIONS), **self._extras())
         return self._obs(), float(reward), won, False, info
+
+    def reward_potential(self) -> float:
+        """The box-on-target reward is potential-based shaping with Φ = boxes on targets."""
+        return BOX_ON_TARGET_REWARD * self.boxes_on_target()
 
     # --- policies -----------------------------------------------------------------------------
     def solution(self) -> list[str] | None:
@@ -213,6 +226,7 @@ class SokobanEnv(SeedEnv):
             plan = solve(room.floor, room.targets, self._state, room.width)
             if plan is None:
                 return None
+            self._plan_cache[self._state] = plan  # [] once solved
             # every state along an optimal plan has the plan's suffix as an optimal plan
             state = self._state
             for i, action in enumerate(plan):

@@ -1,8 +1,9 @@
 """``check_env``: the conformance test every seed-gym env passes. Env authors run exactly this.
 
 On top of gymnasium's own checker it verifies the info vocabulary, pinned tasks, determinism under
-a seed (byte for byte), garbage actions (never raise, flagged invalid), pickling, and split
-manifests (non-empty, disjoint, stable).
+a seed (byte for byte), garbage actions (never raise, flagged invalid), the reward rules
+(unparseable output never pays more than the worst in-format action; nothing is paid after the
+end), pickling, and split manifests (non-empty, disjoint, stable).
 """
 
 from __future__ import annotations
@@ -88,6 +89,107 @@ def _first_difference(a: list[tuple], b: list[tuple]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
+def _format_penalty(env: gym.Env) -> float:
+    """The format penalty the registered agent spec charges on unparseable output (0 if the env
+    is not registered)."""
+    from seed_gym.registration import agent_spec
+
+    env_id = getattr(env.spec, "id", None) or getattr(env.unwrapped, "env_id", "")
+    try:
+        return float(getattr(agent_spec(env_id), "invalid_penalty", 0.0))
+    except gym.error.Error:
+        return 0.0
+
+
+def _probe_actions(env: gym.Env, info: dict, rng: np.random.Generator, n: int) -> list[Any]:
+    """The in-format actions to compare at a state: every admissible action (at most ``n``,
+    a seeded sample beyond that), or ``n`` draws of the env's sampler when it lists none."""
+    adm = info.get("admissible_actions")
+    if adm:
+        if len(adm) <= n:
+            return list(adm)
+        return [adm[int(i)] for i in rng.choice(len(adm), size=n, replace=False)]
+    return [env.unwrapped.sample_action(rng, None) for _ in range(n)]
+
+
+def check_invalid_output_never_pays(
+    env: gym.Env,
+    *,
+    penalty: float | None = None,
+    seeds: tuple[int, ...] = (0, 1),
+    walk: int = 3,
+    max_actions: int = 24,
+) -> None:
+    """At each probed state, unparseable model output (the agent layer steps the game with
+    ``None`` and charges ``penalty``) scores no more than the worst in-format admissible action.
+
+    Otherwise garbage is a refuge (a policy learns never to answer) or carries no signal. States:
+    the start of each seed's episode and the states of a short random walk from it. Rewards are
+    compared net of potential-based shaping (``SeedEnv.reward_potential``). ``penalty``
+    defaults to the registered agent spec's ``invalid_penalty``.
+    """
+    penalty = _format_penalty(env) if penalty is None else float(penalty)
+
+    def unshaped(action: Any) -> float:
+        """The step's reward from a copy of the current state, net of potential-based shaping."""
+        probe = copy.deepcopy(env)
+        before = probe.unwrapped.reward_potential() or 0.0
+        reward = float(probe.step(action)[1])
+        return reward - ((probe.unwrapped.reward_potential() or 0.0) - before)
+
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        _, info = env.reset(seed=seed)
+        for depth in range(walk + 1):
+            garbage = unshaped(None) - penalty
+            for action in _probe_actions(env, info, rng, max_actions):
+                reward = unshaped(action)
+                if garbage > reward + 1e-9:
+                    _fail(
+                        f"seed {seed}, step {depth}: unparseable output scores {garbage:+.3f} "
+                        f"(no-op {garbage + penalty:+.3f}, format penalty {penalty}) but the "
+                        f"in-format action {action!r:.60} scores {reward:+.3f}: garbage must "
+                        "never pay more than the worst in-format action"
+                    )
+            if depth == walk:
+                break
+            action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
+            _, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+
+
+def check_nothing_paid_after_the_end(
+    env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), max_steps: int = 60
+) -> None:
+    """Once an episode has terminated, further steps (any action, the oracle's included) return
+    reward 0. Episodes are driven by the oracle when the env has one, else randomly."""
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        _, info = env.reset(seed=seed)
+        for _ in range(max_steps):
+            try:
+                action = env.unwrapped.oracle_action()
+            except NotImplementedError:
+                action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
+            _, _, terminated, truncated, info = env.step(action)
+            if terminated:
+                break
+            if truncated:
+                _, info = env.reset(seed=seed + 1000)
+        else:
+            continue  # the episode never terminated: nothing to check for this seed
+        extra = [env.unwrapped.sample_action(rng, info.get("admissible_actions")), None, "x"]
+        try:
+            extra.insert(0, env.unwrapped.oracle_action())
+        except NotImplementedError:
+            pass
+        for action in extra:
+            reward = env.step(action)[1]
+            if reward != 0.0:
+                _fail(f"seed {seed}: step({action!r:.40}) after the end paid {reward}; expected 0")
+
+
 def check_env(
     env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), n_steps: int = 12, check_splits: bool = True
 ) -> None:
@@ -137,6 +239,10 @@ def check_env(
             _fail(f"step({action!r:.40}) returned a bad observation or reward")
         if terminated or truncated:
             env.reset(seed=seeds[0])
+
+    # reward rules
+    check_invalid_output_never_pays(env, seeds=seeds)
+    check_nothing_paid_after_the_end(env, seeds=seeds)
 
     # determinism: two copies, same seed, same action stream, identical bytes
     for seed in seeds:

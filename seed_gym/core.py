@@ -133,6 +133,13 @@ class SeedEnv(gym.Env[dict, str]):
         """The privileged expert's next action (uses state the agent never sees)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def reward_potential(self) -> float | None:
+        """Φ of the current state when the reward holds potential-based shaping
+        ``r = r' + Φ(s') - Φ(s)`` (Ng et al., 1999; Sokoban's ±1 for a box on or off a target),
+        else None. ``check_env`` compares rewards net of it: undoing progress costs what it paid,
+        which is not a penalty that unparseable output must stay below."""
+        return None
+
     def privileged_info(self) -> dict[str, Any]:
         """What the agent never sees but a hindsight annotator may use (expert plan, solver
         solution, gold answer, goal attributes). JSON-serialisable; empty if the env has none."""

@@ -55,7 +55,7 @@ class DriftsAfterAFewSteps(Base):
     def step(self, action):
         self.steps += 1
         if self.steps == 3:
-            self.secret = 1 + next(self.drift) % self.top
+            self.secret = 1 if next(self.drift) % 2 else self.top  # "Lower." vs "Higher."
         return super().step(action)
 
 
@@ -69,6 +69,25 @@ class GarbageCountsAsValid(Base):
         obs, reward, terminated, truncated, info = super().step(action)
         info["action_is_valid"] = True
         return obs, reward, terminated, truncated, info
+
+
+class GarbageIsARefuge(Base):
+    """A wrong guess costs 0.5, unparseable output only the no-op's 0.1 plus the 0.1 format
+    penalty: a policy would learn never to answer (EZPoints' old rewards had this shape)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if info["action_is_valid"] and not info["won"]:
+            reward = -0.5
+        return obs, reward, terminated, truncated, info
+
+
+class PaysAfterTheEnd(Base):
+    """Ignores the end of the game: the right guess pays again (Sokoban paid +10 a step)."""
+
+    def step(self, action):
+        self.done = False
+        return super().step(action)
 
 
 class AcceptsUnknownTasks(Base):
@@ -120,6 +139,8 @@ def test_the_unbroken_example_passes():
         (RaisesOnGarbage, r"step\(None\) raised AttributeError"),
         (GarbageCountsAsValid, r"must set action_is_valid=False"),
         (AcceptsUnknownTasks, r"unknown task_id must raise ValueError"),
+        (GarbageIsARefuge, r"unparseable output scores -0.200 .* scores -0.500"),
+        (PaysAfterTheEnd, r"after the end paid 1.0; expected 0"),
         (UnstableManifest, r"split manifests are not stable"),
         (NotASeedEnv, r"must subclass seed_gym.SeedEnv"),
     ],

@@ -130,29 +130,30 @@ def test_invalid_turns_show_in_the_history():
 
 
 # --- parsing, no-op and penalty -----------------------------------------------------------------
-def test_invalid_output_is_a_noop_with_penalty_and_flags():
+def test_invalid_output_is_a_noop_step_with_its_cost_and_the_penalty():
     spec = AgentSpec(render=SPEC.render, parse=parse_think_action, history=2, invalid_penalty=0.25)
     raw = CountSteps(seed_gym.make(GUESS_ID, split="seen"))
     env = wrap_agent(raw, spec)
     obs0, info0 = env.reset(seed=0, options={"task_id": "secret-40"})
     obs1, *_ = env.step(act(10))
     assert raw.calls == 1
-    for bad in [
-        "",
-        "<action>40</action>",
-        "<think>x</think>",
-        "<think>a</think><action> </action>",
-    ]:
+    for k, bad in enumerate(
+        ["", "<action>40</action>", "<think>x</think>", "<think>a</think><action> </action>"]
+    ):
         obs, reward, terminated, truncated, info = env.step(bad)
-        assert raw.calls == 1  # the game was not stepped
-        assert reward == -0.25
+        assert raw.calls == 2 + k  # the game takes its no-op step (it counts, and it costs)
+        # GuessNumber charges -0.1 for a non-number (its no-op), the agent layer 0.25 on top
+        assert reward == pytest.approx(-0.1 - 0.25)
+        assert info["env_reward"] == pytest.approx(-0.1) and info["format_penalty"] == 0.25
         assert not terminated and not truncated
         assert info["format_valid"] is False and info["action_is_valid"] is False
-        assert info["parsed_action"] is None and info["env_reward"] == 0.0
-        assert info["anchor"] == "10? Higher."  # the observation repeats
+        assert info["parsed_action"] is None
+        assert info["anchor"] == "Invalid action: answer with one whole number."
         assert info["task_id"] == "secret-40"
-    # the prompt changed only by the history of invalid turns
-    assert "Step 6. 10? Higher." in user_text(obs)
+    assert "Step 6. Invalid action" in user_text(obs)
+    # a valid completion is charged nothing
+    *_, info = env.step(act(40))
+    assert info["format_penalty"] == 0.0 and info["won"]
 
 
 def test_valid_output_steps_the_env_with_the_parsed_action():
@@ -197,7 +198,7 @@ def test_a_parser_that_raises_counts_as_invalid_output():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _, reward, *_, info = env.step("anything")
-    assert reward == -0.1 and info["format_valid"] is False
+    assert reward == pytest.approx(-0.2) and info["format_valid"] is False  # no-op + penalty
     assert "KeyError" in info["parse_error"] and caught
 
 
@@ -291,7 +292,7 @@ def test_recorder_writes_one_line_per_step_and_pngs(tmp_path):
     assert first["observation"].endswith("Make your first guess.")
     assert first["completion"] == act(50) and first["parsed_action"] == "50"
     assert first["reward"] == 0.0 and first["format_valid"] and first["action_is_valid"]
-    assert bad["parsed_action"] is None and bad["reward"] == -0.1
+    assert bad["parsed_action"] is None and bad["reward"] == pytest.approx(-0.2)
     assert bad["format_valid"] is False and bad["action_is_valid"] is False
     assert bad["observation"].endswith("50? Lower.")
     assert last["won"] is True and last["terminated"] is True and last["reward"] == 1.0

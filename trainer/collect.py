@@ -157,6 +157,7 @@ def collect(
                         valid=bool(info.get("format_valid", info.get("action_is_valid", True))),
                         reward=float(reward),
                         images=list(obs[i].get("images") or []),
+                        penalty=float(info.get("format_penalty", 0.0)),
                     )
                 )
                 traj.won = bool(info.get("won", False))

@@ -29,6 +29,10 @@ ALGOS: dict[str, str] = {
     "opsd": "GRPO + gated OPD with privileged env info (solver, gold answer) as the teacher context",
     "prompt": "no training: evaluate the model as it is (the prompting baseline)",
 }
+# GRPO score granularity (``advantage``)
+ADVANTAGES = ("step", "trajectory")
+# fields a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
+LEGACY_DEFAULTS = {"advantage": "trajectory"}
 # algorithms with a teacher (rescoring + OPD or teacher advantages)
 DISTILL_ALGOS = ("seed", "static-skills", "opsd")
 # algorithms where the policy itself analyzes its trajectories (Stage 1 SFT applies)
@@ -110,28 +114,39 @@ class TrainConfig:
     # --- GRPO ---------------------------------------------------------------------------------
     lr: float = 1e-5
     """AdamW learning rate"""
-    weight_decay: float = 0.0
-    """AdamW weight decay"""
+    weight_decay: float = 0.01
+    """AdamW weight decay (the reference's 0.01)"""
     adam_betas: tuple[float, float] = (0.9, 0.999)
     """AdamW betas"""
     max_grad_norm: float = 1.0
     """gradient clipping by global norm (<= 0: off)"""
+    advantage: str = "step"
+    """GRPO scores: ``step`` (the reference's default: every step-sample scores its episode's env
+    return minus its own format penalty; mean and std over all step-samples of the group) or
+    ``trajectory`` (one return per trajectory, penalties included, normalised over the G
+    trajectories and broadcast to every step; seed-gym before 0.2)"""
     std_normalize: bool = True
-    """divide group-centered returns by the group std; False: mean-only advantages"""
+    """divide group-centered scores by the group std; False: mean-only advantages"""
     clip_low: float = 0.2
     """PPO clip: ratio >= 1 - clip_low"""
     clip_high: float = 0.2
     """PPO clip: ratio <= 1 + clip_high"""
     dual_clip: float | None = 3.0
     """dual-clip bound c > 1 for negative advantages; None: off"""
-    kl_coef: float = 0.0
-    """k3 KL to the frozen initial policy (0: no reference model is kept)"""
-    ent_coef: float = 0.0
-    """entropy bonus coefficient"""
+    kl_coef: float = 0.01
+    """k3 KL to the frozen initial policy, value clamped to [-10, 10] as verl (the reference's
+    0.01; 0: off, and no reference model is kept)"""
+    ent_coef: float = 0.001
+    """entropy bonus coefficient (the reference's 0.001)"""
     ppo_epochs: int = 1
     """passes over each iteration's samples"""
-    mini_batches: int = 1
-    """optimizer steps per epoch (the samples are split into this many mini-batches)"""
+    mini_batch_size: int = 256
+    """step-samples per optimizer step (the reference's ``ppo_mini_batch_size``): an iteration's N
+    samples are shuffled and split into ceil(N / mini_batch_size) near-equal mini-batches, one
+    AdamW step each"""
+    mini_batches: int | None = None
+    """exactly this many optimizer steps per epoch instead (overrides mini_batch_size; runs saved
+    before 0.2 carry mini_batches=1)"""
     micro_batch: int = 8
     """samples per forward/backward (gradient accumulation inside a mini-batch)"""
     recompute_old_logprobs: bool = False
@@ -228,7 +243,7 @@ class TrainConfig:
             "max_new_tokens",
             "gen_batch",
             "ppo_epochs",
-            "mini_batches",
+            "mini_batch_size",
             "micro_batch",
             "eval_tasks",
             "eval_samples",
@@ -237,6 +252,10 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.mini_batches is not None and self.mini_batches < 1:
+            raise ValueError(f"mini_batches must be >= 1 or None, got {self.mini_batches}")
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
         if self.algo != "prompt" and self.group_size < 2:
             raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
         if self.opd_coef < 0 or self.opd_beta <= 0:
@@ -303,7 +322,7 @@ class TrainConfig:
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"unknown config fields {unknown}")
-        return cls(**d)
+        return cls(**{**LEGACY_DEFAULTS, **d}) if "mini_batch_size" not in d else cls(**d)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))

@@ -23,14 +23,19 @@ def group_advantages(
     std_normalize: bool = True,
     eps: float = 1e-6,
 ) -> torch.Tensor:
-    """GRPO advantage of each trajectory relative to its group.
+    """GRPO advantage of each sample relative to its group.
 
     ``A_i = (R_i - mean_g) / (std_g + eps)`` with the unbiased std of the group (as the reference
     implementation), or ``A_i = R_i - mean_g`` when ``std_normalize=False`` (mean-only, Dr. GRPO
     style). A group whose returns are all equal, and a group of one, carries no signal: A = 0.
     An empty input gives an empty output.
 
-    returns: [N] float; group_ids: N hashables (trajectories with equal ids form a group).
+    Samples are trajectories (one return each: the per-trajectory variant) or step-samples (the
+    ``step_scores`` of every step of every trajectory of the group, group id repeated per step:
+    verl-agent's default ``compute_mean_std_cross_steps=True``, where the mean and std run over
+    all step-samples of the group, so long episodes weigh more).
+
+    returns: [N] float; group_ids: N hashables (samples with equal ids form a group).
     """
     returns = returns.float()  # [N]
     if returns.dim() != 1 or returns.shape[0] != len(group_ids):
@@ -50,6 +55,16 @@ def group_advantages(
             centered = centered / (r.std(unbiased=True) + eps)
         adv[idx] = centered
     return adv
+
+
+def step_scores(env_return: float, penalties: Sequence[float]) -> list[float]:
+    """verl-agent's step-level GRPO scores of one trajectory: each step-sample scores the
+    episode's env return minus the format penalty charged on *that* step, so an unparseable
+    output is paid for by its own tokens and not by the episode's valid steps.
+
+    ``step_scores(10.0, [0.0, 0.1, 0.0]) == [10.0, 9.9, 10.0]``.
+    """
+    return [float(env_return) - float(p) for p in penalties]
 
 
 def broadcast_to_tokens(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
@@ -151,13 +166,18 @@ def ppo_clip_loss(
 # --- KL and entropy -----------------------------------------------------------------------------
 
 
-def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
+def kl_k3(
+    logprobs: torch.Tensor, ref_logprobs: torch.Tensor, *, max_value: float | None = 10.0
+) -> torch.Tensor:
     """Schulman's k3 estimator of KL(pi || pi_ref) from tokens sampled by pi; >= 0, unbiased.
 
-    k3 = exp(ref - lp) - (ref - lp) - 1.   logprobs, ref_logprobs: [N, L] -> [N, L].
+    k3 = exp(ref - lp) - (ref - lp) - 1, the log-ratio clamped to [-20, 20] and the value to
+    [-max_value, max_value] as verl's ``low_var_kl`` does (a token far off the reference stops
+    pulling harder; None: no value clamp).   logprobs, ref_logprobs: [N, L] -> [N, L].
     """
     log_ratio = (ref_logprobs - logprobs).clamp(-20.0, 20.0)  # [N, L]
-    return torch.exp(log_ratio) - log_ratio - 1.0  # [N, L]
+    k3 = torch.exp(log_ratio) - log_ratio - 1.0  # [N, L]
+    return k3 if max_value is None else k3.clamp(-max_value, max_value)  # [N, L]
 
 
 def entropy_bonus(

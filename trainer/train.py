@@ -61,6 +61,45 @@ def task_batch(task_ids: Sequence[str], seed: int, position: int, n: int) -> lis
     return out
 
 
+def grpo_advantages(
+    trajs: Sequence[Any], *, mode: str = "step", std_normalize: bool = True
+) -> list[list[float]]:
+    """One GRPO advantage per step of every trajectory (``TrainConfig.advantage``).
+
+    ``step``: each step-sample scores its episode's env return minus its own format penalty;
+    mean and std over all step-samples of the group (verl-agent's default). ``trajectory``: one
+    return per trajectory (penalties included), normalised over the group's trajectories and
+    given to every step of the trajectory.
+    """
+    import torch
+
+    from seed_gym.trainer.losses import group_advantages, step_scores
+
+    if mode == "trajectory":
+        returns = torch.tensor([t.episode_return for t in trajs], dtype=torch.float64)  # [B*G]
+        adv = group_advantages(returns, [t.group_id for t in trajs], std_normalize=std_normalize)
+        return [[float(a)] * len(t.steps) for t, a in zip(trajs, adv, strict=True)]
+    scores, groups = [], []
+    for t in trajs:
+        scores += step_scores(t.env_return, [s.penalty for s in t.steps])
+        groups += [t.group_id] * len(t.steps)
+    adv = group_advantages(
+        torch.tensor(scores, dtype=torch.float64), groups, std_normalize=std_normalize
+    ).tolist()  # [sum of steps]
+    out, k = [], 0
+    for t in trajs:
+        out.append(adv[k : k + len(t.steps)])
+        k += len(t.steps)
+    return out
+
+
+def n_mini_batches(n_samples: int, cfg: TrainConfig) -> int:
+    """Optimizer steps per epoch: ``cfg.mini_batches`` if set, else ceil(N / mini_batch_size)."""
+    if cfg.mini_batches is not None:
+        return cfg.mini_batches
+    return max(1, -(-n_samples // cfg.mini_batch_size))
+
+
 def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, float]:
     """``eval_samples`` episodes on each task of a fixed seeded subset of ``split``, greedy unless
     ``eval_temperature`` > 0. Env and sampling seeds are the same at every eval, so successive evals
@@ -114,7 +153,6 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     from seed_gym.trainer.losses import (
         broadcast_to_tokens,
         entropy_bonus,
-        group_advantages,
         kl_k3,
         masked_mean,
         opd_loss,
@@ -285,12 +323,13 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             times["rollout"] = time.perf_counter() - t0
 
             # --- advantages ---------------------------------------------------------------------
-            # episode return = env rewards + the wrapper's invalid-output penalties, per trajectory
-            returns = torch.tensor([t.episode_return for t in trajs])  # [B*G]
-            traj_adv = group_advantages(
-                returns, [t.group_id for t in trajs], std_normalize=cfg.std_normalize
-            )  # [B*G]
-            samples = [(s, float(a)) for t, a in zip(trajs, traj_adv, strict=True) for s in t.steps]
+            adv = grpo_advantages(trajs, mode=cfg.advantage, std_normalize=cfg.std_normalize)
+            samples = [
+                (s, a)
+                for t, a_t in zip(trajs, adv, strict=True)
+                for s, a in zip(t.steps, a_t, strict=True)
+            ]
+            adv_abs_mean = float(np.mean([abs(a) for _, a in samples])) if samples else 0.0
             samples = [(s, a) for s, a in samples if s.response_ids]
             if cfg.recompute_old_logprobs:
                 t0 = time.perf_counter()
@@ -345,9 +384,11 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             model.train()
             stats: dict[str, list[float]] = {}
             rng = np.random.default_rng(derive_seed(cfg.seed, SHUFFLE, it))
+            n_mini = n_mini_batches(len(samples), cfg)
+            optimizer_steps = 0
             for _epoch in range(cfg.ppo_epochs):
                 order = rng.permutation(len(samples))
-                for mb_idx in np.array_split(order, cfg.mini_batches):
+                for mb_idx in np.array_split(order, n_mini):
                     if len(mb_idx) == 0:
                         continue
                     # long samples together: less padding per micro-batch
@@ -471,8 +512,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                         )
                     stats.setdefault("grad_norm", []).append(float(grad_norm))
                     optimizer.step()
+                    optimizer_steps += 1
             stats = dist.gather_stats(stats)  # every rank's micro-batches
-            n_steps = cfg.ppo_epochs * cfg.mini_batches
+            n_steps = max(1, optimizer_steps)
             times["update"] = time.perf_counter() - t0
 
             # --- sync ---------------------------------------------------------------------------
@@ -491,7 +533,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             metrics["train/grad_norm"] = (
                 float(np.mean(stats["grad_norm"])) if "grad_norm" in stats else 0.0
             )
-            metrics["train/adv_abs_mean"] = float(traj_adv.abs().mean())
+            metrics["train/adv_abs_mean"] = adv_abs_mean
+            metrics["train/optimizer_steps"] = float(n_steps)
             metrics["train/samples"] = float(len(samples))
             metrics["train/response_tokens"] = float(sum(len(s.response_ids) for s, _ in samples))
             metrics["train/data_position"] = float(data_position)

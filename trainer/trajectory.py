@@ -22,6 +22,7 @@ class StepSample:
     valid: bool
     reward: float  # env reward of this step, invalid-output penalty included
     images: list[Any] = field(default_factory=list)  # PIL images attached to the prompt
+    penalty: float = 0.0  # the format penalty charged on this step (included in ``reward``)
 
 
 @dataclass
@@ -42,7 +43,13 @@ class Trajectory:
 
     @property
     def episode_return(self) -> float:
+        """Env rewards plus the format penalties of every step."""
         return float(sum(s.reward for s in self.steps))
+
+    @property
+    def env_return(self) -> float:
+        """Env rewards alone (the reference's episode return R; penalties stay on their step)."""
+        return float(sum(s.reward + s.penalty for s in self.steps))
 
     @property
     def invalid_steps(self) -> int:

@@ -14,6 +14,9 @@ class InvalidActionPenalty(gym.Wrapper):
         as in the reference suite.
     Rewards:
         ``reward - penalty`` when ``info["format_valid"]`` is False, else unchanged.
+    Info:
+        Adds ``format_penalty``: the penalty charged on this step (0.0 or ``penalty``), so a
+        trainer can keep it on the step it belongs to (step-level GRPO scores).
     """
 
     def __init__(self, env: gym.Env, penalty: float):
@@ -24,6 +27,6 @@ class InvalidActionPenalty(gym.Wrapper):
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        if not info.get("format_valid", True):
-            reward = float(reward) - self.penalty
-        return obs, reward, terminated, truncated, info
+        charged = 0.0 if info.get("format_valid", True) else self.penalty
+        info = {**info, "format_penalty": charged}
+        return obs, float(reward) - charged, terminated, truncated, info

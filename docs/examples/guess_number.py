@@ -11,7 +11,8 @@ class GuessNumberEnv(seed_gym.SeedEnv):
     """Description: find a secret integer; every guess is answered "Higher." or "Lower.".
     Observation: {"text": feedback}. Actions: a whole number as text ("42").
     Rewards: +1 for the right guess; -0.1 for text that is not a number (a no-op); else 0.
-    Termination: the right guess; truncated after 12 steps. Version History: v0: initial.
+    Termination: the right guess (later steps pay 0); truncated after 12 steps. Version History:
+    v0: initial.
     Splits: secrets 1..100 not divisible by 5 (train), divisible by 5 (seen); 101..1000 (unseen)."""
 
     env_id = "example/GuessNumber-v0"
@@ -28,15 +29,18 @@ class GuessNumberEnv(seed_gym.SeedEnv):
         self.top = 100 if self.secret <= 100 else 1000
         self.task_type = f"range-{self.top}"
         self.task_description = f"Guess the secret whole number between 1 and {self.top}."
+        self.done = False
         return self._observation("Make your first guess."), self._info()
 
     def step(self, action):
         text = self._as_action(action)  # None unless a str: garbage must never raise
+        if self.done:  # nothing is paid after the end
+            return self._observation("Game over."), 0.0, True, False, self._info(won=True)
         if not (text and text.isascii() and text.isdigit() and len(text) < 7):
             obs = self._observation("Invalid action: answer with one whole number.")
             return obs, -0.1, False, False, self._info(action_is_valid=False)
         guess = int(text)
-        won = guess == self.secret
+        won = self.done = guess == self.secret
         verdict = "Correct!" if won else ("Higher." if guess < self.secret else "Lower.")
         return self._observation(f"{guess}? {verdict}"), float(won), won, False, self._info(won=won)
 

@@ -184,6 +184,7 @@ class ALFWorldEnv(SeedEnv):
 
     def step(self, action: Any):
         engine = self._live()
+        already_won = engine.won
         command = _command(action)
         if command is None:
             frame = Frame(NOTHING_HAPPENS, engine.admissible, engine.won, valid=False)
@@ -192,7 +193,8 @@ class ALFWorldEnv(SeedEnv):
             if frame.valid:
                 self._history.append(command)
         self._text = frame.feedback
-        reward = WIN_REWARD if (frame.won and frame.valid) else 0.0
+        # the win pays once: steps after the end (the game still answers them) pay nothing
+        reward = WIN_REWARD if (frame.won and frame.valid and not already_won) else 0.0
         return {"text": frame.feedback}, reward, frame.won, False, self._frame_info(frame)
 
     def _frame_info(self, frame: Frame) -> dict[str, Any]:

@@ -30,8 +30,8 @@ counts as 1.
 3. The formula may hold at most 5 tokens before '='.
 
 # Rewards
-+10 if the finished formula equals 12 and uses both cards; -1 and the game ends for a wrong \
-formula; -1 and nothing changes for an illegal token (a number you do not hold or already used)."""
++10 if the finished formula equals 12 and uses both cards; 0 and the game ends for a wrong \
+formula; nothing changes for an illegal token (a number you do not hold or already used)."""
 CLOSING_TAGS = (
     "Now it's your turn: choose the next token.\n"
     "First reason step by step inside <think> </think> tags, then give the token inside "
