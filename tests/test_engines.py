@@ -8,7 +8,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from seed_gym.trainer.engines import Generation, HFEngine, RolloutEngine, _top_p_filter  # noqa: E402
-from seed_gym.trainer.logprobs import pack, packed_logprobs, response_logprobs  # noqa: E402
+from seed_gym.trainer.logprobs import (  # noqa: E402
+    pack,
+    packed_logprobs,
+    response_logprobs,
+    shared_prefix_len,
+)
 from seed_gym.trainer.models import load_policy  # noqa: E402
 
 
@@ -184,6 +189,59 @@ def test_packed_logprobs_carry_gradients(policy):
     lp.sum().backward()
     assert policy.model.lm_head.weight.grad is not None
     policy.model.zero_grad(set_to_none=True)
+
+
+def test_shared_prefix_split():
+    assert shared_prefix_len([[1, 2, 3], [1, 2, 4], [1, 2, 3, 5]]) == 2
+    assert shared_prefix_len([[1, 2, 3], [1, 2, 3]]) == 2  # the last prompt token stays in the row
+    assert shared_prefix_len([[1, 2]]) == 0 and shared_prefix_len([[1], [2]]) == 0
+    head = list(range(100, 120))  # 20 shared tokens: split off
+    b = pack([head + [5, 6], head + [7]], [[1, 2], [3]], pad_id=0, share_prefix=True)
+    assert b.prefix_ids.tolist() == head and b.prefix_len == 20
+    assert b.input_ids.tolist() == [[5, 6, 1, 2], [0, 7, 3, 0]]
+    assert b.attention_mask[:, :20].eq(1).all() and b.attention_mask[:, 20:].tolist() == [
+        [1, 1, 1, 1],
+        [0, 1, 1, 0],
+    ]
+    assert b.position_ids.tolist() == [[20, 21, 22, 23], [19, 20, 21, 21]]  # pads: any
+    short = pack([[1, 2, 5], [1, 2, 6]], [[3], [4]], pad_id=0, share_prefix=True)
+    assert short.prefix_ids is None  # under MIN_SHARED_PREFIX: not worth a pass
+
+
+def test_shared_prefix_gives_the_same_logprobs_and_gradients(policy):
+    head = list(range(30, 70))
+    prompts = [head + [5, 6, 7], head + [8], head + [9, 10]]
+    responses = [[20, 21, 22], [23, 24], [25]]
+    grads = []
+    for share in (False, True):
+        batch = pack(prompts, responses, pad_id=policy.pad_id, share_prefix=share)
+        assert (batch.prefix_ids is not None) == share
+        lp, ent = packed_logprobs(policy.model, batch, with_entropy=True)
+        (lp * batch.response_mask).sum().backward()
+        grads.append(({k: p.grad.clone() for k, p in policy.model.named_parameters()}, lp, ent))
+        policy.model.zero_grad(set_to_none=True)
+    (g0, lp0, e0), (g1, lp1, e1) = grads
+    mask = pack(prompts, responses, pad_id=policy.pad_id).response_mask.bool()
+    torch.testing.assert_close(lp0[mask], lp1[mask], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(e0[mask], e1[mask], atol=1e-5, rtol=1e-5)
+    for k in g0:  # the embedding of the prefix tokens too: its gradient flows through the cache
+        torch.testing.assert_close(g0[k], g1[k], atol=1e-5, rtol=1e-4)
+
+
+def test_generation_with_a_shared_prefix_matches_one_prompt_at_a_time(policy):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    chats = [[{"role": "user", "content": "Your task is to: push the box. " * 8 + tail}]
+             for tail in ("Left?", "Right or up?", "Down.")]  # fmt: skip
+    # greedy ids are the same with the prefix shared (together) and without (alone), and the
+    # sampled tokens' logprobs are what the plain layout recomputes
+    greedy_t = engine.generate(chats, max_new_tokens=6, temperature=0.0)
+    greedy_a = [engine.generate([c], max_new_tokens=6, temperature=0.0)[0] for c in chats]
+    assert [g.ids for g in greedy_t] == [g.ids for g in greedy_a]
+    for g in engine.generate(chats, max_new_tokens=6, temperature=1.0, seed=3):
+        again, _ = response_logprobs(
+            policy.model, [g.prompt_ids], [g.ids], micro_batch=1, pad_id=policy.pad_id
+        )
+        torch.testing.assert_close(torch.tensor(g.logprobs), again[0], atol=1e-4, rtol=1e-4)
 
 
 def test_generation_record_defaults():

@@ -149,3 +149,11 @@ def test_entropy_bonus():
     ent = torch.tensor([[1.0, 3.0], [2.0, 100.0]])
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     assert float(entropy_bonus(ent, mask)) == pytest.approx(2.0)
+
+
+def test_kl_k3_value_is_clamped_as_verl():
+    lp = torch.tensor([[0.0, 0.0]])
+    ref = torch.tensor([[-30.0, 5.0]])
+    # log-ratio -30 -> clamped to -20 -> k3 = e^-20 + 20 - 1 = 19; +5 -> e^5 - 6 = 142.4
+    assert kl_k3(lp, ref, max_value=None)[0].tolist() == pytest.approx([19.0, 142.413], abs=1e-3)
+    assert kl_k3(lp, ref)[0].tolist() == pytest.approx([10.0, 10.0])  # low_var_kl's value clamp

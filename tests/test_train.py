@@ -77,7 +77,8 @@ def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     assert [m["iteration"] for m in lines] == [1, 2]
     assert last["rollout/episodes"] == 4.0  # B=2 tasks × G=2
     assert last["rollout/invalid_ratio"] == 1.0
-    assert last["rollout/return"] == pytest.approx(-0.3)  # 3 turns × invalid penalty 0.1
+    # 3 no-op turns: the step cost 0.1 and the format penalty 0.1 each
+    assert last["rollout/return"] == pytest.approx(-0.6)
     assert "eval/seen/success" in lines[-1] and "time/rollout" in lines[-1]
     assert json.loads((run / "config.json").read_text())["env"] == "seed_gym/Sokoban-v0"
     params = checkpoint_params(run)

@@ -24,7 +24,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from seed_gym.trainer.logprobs import token_logprobs_from_logits
+from seed_gym.trainer.logprobs import (
+    MIN_SHARED_PREFIX,
+    cache_field,
+    prefix_cache,
+    shared_prefix_len,
+    token_logprobs_from_logits,
+)
 
 Messages = list[dict[str, Any]]
 Prompt = list[int] | Messages
@@ -65,14 +71,6 @@ def encode_chat(tokenizer, messages: Messages) -> list[int]:
     """Chat messages -> prompt ids with the generation prompt, exactly as the model sees them."""
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def _cache_field() -> str:
-    """transformers 5.x names the KV cache ``cache``; 4.x ``past_key_values``."""
-    from transformers.modeling_outputs import CausalLMOutputWithPast
-
-    names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
-    return "cache" if "cache" in names else "past_key_values"
 
 
 def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -156,7 +154,7 @@ class HFEngine:
         self.pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         )
-        self._cache_field = _cache_field()
+        self._cache_field = cache_field()
 
     @staticmethod
     def _eos_ids(model, tokenizer) -> list[int]:
@@ -273,14 +271,22 @@ class HFEngine:
         model = self.model
         device = next(model.parameters()).device
         n = len(prompts)
+        # the prompts' common prefix (an env's instructions) runs once, as a batch of one
+        c_len = shared_prefix_len(prompts) if row_images is None else 0
+        prefix = None
+        if c_len >= MIN_SHARED_PREFIX:
+            prefix = torch.as_tensor(prompts[0][:c_len], dtype=torch.long, device=device)  # [C]
+            prompts = [p[c_len:] for p in prompts]
+        else:
+            c_len = 0
         p_len = max(len(p) for p in prompts)
         input_ids = torch.full((n, p_len), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((n, p_len), dtype=torch.long)
+        attention = torch.ones((n, c_len + p_len), dtype=torch.long)  # prefix columns: 1
         for i, p in enumerate(prompts):
             input_ids[i, p_len - len(p) :] = torch.as_tensor(p, dtype=torch.long)
-            attention[i, p_len - len(p) :] = 1
+            attention[i, c_len : c_len + p_len - len(p)] = 0
         input_ids, attention = input_ids.to(device), attention.to(device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)  # [n, P]
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, c_len:]  # [n, P]
         eos = torch.as_tensor(self.eos_ids, dtype=torch.long, device=device)
         # a stop string is at most this many tokens long (every token decodes to >= 1 char); the
         # tail window decoded per step is a bit longer to absorb partial UTF-8 bytes
@@ -296,10 +302,12 @@ class HFEngine:
         model.eval()
         try:
             with autocast(self.autocast_bf16, device.type):
+                if prefix is not None:
+                    cache = prefix_cache(model, prefix, n)
                 step_ids, step_mask, step_pos = input_ids, attention, positions
                 for t in range(max_new_tokens):
                     kwargs = {self._cache_field: cache} if cache is not None else {}
-                    if cache is None and row_images is not None:  # pictures: first pass only
+                    if t == 0 and row_images is not None:  # pictures: first pass only
                         from seed_gym.trainer.vision import image_inputs
 
                         kwargs.update(image_inputs(self.processor, row_images, device))

@@ -14,12 +14,26 @@ The logit that predicts ``r_j`` sits at column ``P - 1 + j``: the last ``L + 1``
 the final one, which is exactly what ``logits_to_keep = L + 1`` returns. Position ids come from the
 attention mask so left padding does not shift positions.
 
+Shared prefix (``pack(..., share_prefix=True)``): an agent env's prompts all start with the same
+long instructions (EZPoints: ~260 of ~350 prompt tokens). The longest common prefix C of the
+batch's prompts then runs once, as a batch of one, and its KV cache is repeated for every row;
+the rows hold only the rest, with the padding between the prefix and each prompt's remainder:
+
+    prefix_ids                              [c0 c1 c2]                    [C]
+    input_ids       [pad p3 p4 | r0 r1 pad] (after the prefix)            [N, S + L]
+    attention_mask  [1 1 1  0 1 1 | 1 1 0]  (prefix columns included)     [N, C + S + L]
+
+Gradients flow through the repeated cache into the single prefix pass, so the loss is the same
+function of the parameters, at a fraction of the compute (tested against the plain layout).
+
 ``response_logprobs`` (lists in, lists out, no grad) serves engines, rescoring and tests;
 ``packed_logprobs`` (a ``Packed`` batch in, padded tensors out, with grad) serves the loss.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +51,8 @@ class Packed:
     position_ids: torch.Tensor  # [N, P + L] long
     response_ids: torch.Tensor  # [N, L] long (pad_id where masked)
     response_mask: torch.Tensor  # [N, L] float, 1.0 on real response tokens
-    prompt_len: int  # P
+    prompt_len: int  # P (without the shared prefix)
+    prefix_ids: torch.Tensor | None = None  # [C] long: the shared prompt prefix, run once
 
     @property
     def response_len(self) -> int:  # L
@@ -51,13 +66,40 @@ class Packed:
             self.response_ids.to(device),
             self.response_mask.to(device),
             self.prompt_len,
+            None if self.prefix_ids is None else self.prefix_ids.to(device),
         )
+
+    @property
+    def prefix_len(self) -> int:  # C
+        return 0 if self.prefix_ids is None else int(self.prefix_ids.shape[0])
+
+
+MIN_SHARED_PREFIX = 16
+"""Shorter common prefixes are not worth a separate forward pass."""
+
+
+def shared_prefix_len(seqs: Sequence[Sequence[int]], *, keep: int = 1) -> int:
+    """Length of the longest common prefix of ``seqs``, leaving every sequence at least ``keep``
+    tokens of its own (the last prompt token must be in the row: it predicts the response)."""
+    if len(seqs) < 2:
+        return 0
+    first, limit = seqs[0], min(len(s) for s in seqs) - keep
+    n = 0
+    while n < limit and all(s[n] == first[n] for s in seqs):
+        n += 1
+    return max(0, n)
 
 
 def pack(
-    prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]], *, pad_id: int
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    share_prefix: bool = False,
 ) -> Packed:
-    """Left-pad prompts and right-pad responses into one batch (see the module docstring)."""
+    """Left-pad prompts and right-pad responses into one batch (see the module docstring); with
+    ``share_prefix`` the prompts' common prefix (if at least ``MIN_SHARED_PREFIX`` tokens) is
+    split off to run once."""
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
     if not prompts:
@@ -67,6 +109,11 @@ def pack(
             "every prompt needs at least one token (the first response token is "
             "predicted from the last prompt token)"
         )
+    c_len = shared_prefix_len(prompts) if share_prefix else 0
+    prefix = None
+    if c_len >= MIN_SHARED_PREFIX:
+        prefix = torch.as_tensor(list(prompts[0][:c_len]), dtype=torch.long)  # [C]
+        prompts = [p[c_len:] for p in prompts]
     n = len(prompts)
     p_len = max(len(p) for p in prompts)
     r_len = max(1, max(len(r) for r in responses))  # keep L >= 1 so shapes stay valid
@@ -82,9 +129,34 @@ def pack(
             input_ids[i, p_len : p_len + len(r)] = r_t
             response_ids[i, : len(r)] = r_t
             response_mask[i, : len(r)] = 1.0
+    if prefix is not None:
+        prefix_mask = torch.ones((n, prefix.shape[0]), dtype=torch.long)  # [N, C]
+        attention_mask = torch.cat([prefix_mask, attention_mask], dim=1)  # [N, C + P + L]
     # padding gets position 0; real tokens count from 0 at their first real token
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, P + L]
-    return Packed(input_ids, attention_mask, position_ids, response_ids, response_mask, p_len)
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # [N, C + P + L]
+    position_ids = position_ids[:, attention_mask.shape[1] - input_ids.shape[1] :]  # [N, P + L]
+    return Packed(
+        input_ids, attention_mask, position_ids, response_ids, response_mask, p_len, prefix
+    )
+
+
+@functools.cache
+def cache_field() -> str:
+    """The KV cache's name in model outputs and inputs: ``cache`` in transformers 5.x,
+    ``past_key_values`` in 4.x."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
+    return "cache" if "cache" in names else "past_key_values"
+
+
+def prefix_cache(model: torch.nn.Module, prefix_ids: torch.Tensor, rows: int) -> Any:
+    """The KV cache of ``prefix_ids`` [C] computed once and repeated for ``rows`` rows (keeps the
+    graph when grad is on)."""
+    out = model(input_ids=prefix_ids.unsqueeze(0), use_cache=True, logits_to_keep=1)
+    cache = getattr(out, cache_field())
+    cache.batch_repeat_interleave(rows)
+    return cache
 
 
 def _accepts_logits_to_keep(model: torch.nn.Module) -> bool:
@@ -107,6 +179,9 @@ def response_logits(model: torch.nn.Module, batch: Packed, **model_kwargs) -> to
         use_cache=False,
         **model_kwargs,
     )
+    if batch.prefix_ids is not None:
+        cache = prefix_cache(model, batch.prefix_ids, batch.input_ids.shape[0])
+        kwargs.update({"use_cache": True, cache_field(): cache})
     if _accepts_logits_to_keep(model):
         logits = model(**kwargs, logits_to_keep=r_len + 1).logits  # [N, L + 1, V]
     else:  # models without logits_to_keep pay for the full head
@@ -192,7 +267,12 @@ def response_logprobs(
     try:
         for start in range(0, n, micro_batch):
             idx = order[start : start + micro_batch]
-            batch = pack([prompts[i] for i in idx], [responses[i] for i in idx], pad_id=pad_id)
+            batch = pack(
+                [prompts[i] for i in idx],
+                [responses[i] for i in idx],
+                pad_id=pad_id,
+                share_prefix=images is None,
+            )
             vision = {}
             if images is not None:  # pixel values of this micro-batch's rows, in row order
                 from seed_gym.trainer.vision import image_inputs

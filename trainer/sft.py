@@ -230,7 +230,9 @@ def answer_nll(model: Any, examples: Sequence[tuple[list[int], list[int]]], *, p
     """Token-mean negative log-likelihood of the answers given the prompts (scalar, with grad)."""
     from seed_gym.trainer.logprobs import pack, packed_logprobs
 
-    batch = pack([p for p, _ in examples], [a for _, a in examples], pad_id=pad_id)
+    batch = pack(
+        [p for p, _ in examples], [a for _, a in examples], pad_id=pad_id, share_prefix=True
+    )
     batch = batch.to(next(model.parameters()).device)
     logprobs, _ = packed_logprobs(model, batch)  # [N, L]
     mask = batch.response_mask  # [N, L]

@@ -414,6 +414,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                             [samples[i][0].prompt_ids for i in idx],
                             [samples[i][0].response_ids for i in idx],
                             pad_id=policy.pad_id,
+                            share_prefix=policy.processor is None,  # images: rows run whole
                         )
                         batch = batch.to(device)
                         # pixel values of the rows' pictures ({} for text samples)
