@@ -76,8 +76,9 @@ def test_optimizer_steps_by_mini_batch_size(n, size, legacy, steps):
 
 def test_configs_saved_before_step_advantages_keep_their_semantics():
     old = TrainConfig().to_dict()
-    del old["advantage"], old["mini_batch_size"]
+    del old["advantage"], old["mini_batch_size"], old["analyzer_structured"]
     old["mini_batches"] = 1
     cfg = TrainConfig.from_dict(old)
     assert cfg.advantage == "trajectory" and cfg.mini_batches == 1
     assert TrainConfig.from_dict(TrainConfig().to_dict()).advantage == "step"
+    assert TrainConfig.from_dict(old).analyzer_structured is False

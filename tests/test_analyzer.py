@@ -29,6 +29,7 @@ def step(obs: str, resp: str, action: str | None, *, reward: float = 0.0) -> Ste
         action=action,
         valid=action is not None,
         reward=reward if action is not None else -0.1,
+        penalty=0.0 if action is not None else 0.1,
     )
 
 
@@ -69,14 +70,15 @@ def test_prompt_layout_exact():
     assert prompt == (
         f"{ANALYZER_INSTRUCTION}\n\n"
         "Task description: put a clean mug in the coffeemachine\n"
-        "episode_success: failure\n\n"
+        "episode_success: failure (the agent did NOT complete the task)\n"
+        "episode_return: 0\n\n"
         "Step 1\nObservation: You are in a room.\n"
         "Response: <think>a</think><action>go to sinkbasin 1</action>\nAction valid: true\n\n"
         "Step 2\nObservation: On the sinkbasin 1 you see a mug 1.\nResponse: garbage\nAction valid: false"
     )
     assert '"episode_summary"' in prompt and '"episode_skill"' in prompt
     t.won = True
-    assert "episode_success: success" in analyzer_prompt(t)
+    assert "episode_success: success (the agent completed the task)" in analyzer_prompt(t)
     msgs = analyzer_messages(t)
     assert msgs == [{"role": "user", "content": analyzer_prompt(t)}]
 
@@ -250,3 +252,87 @@ def test_analyze_with_the_tiny_policy_runs_greedy_and_is_deterministic():
     assert stats["analyzer/parse_rate"] == 0.0 and stats["analyzer/retries"] == 2
     a = gen([analyzer_messages(ts[0])])
     assert a == gen([analyzer_messages(ts[0])])
+
+
+# --- structured decoding ------------------------------------------------------------------------
+def test_skeleton_is_what_the_sft_targets_write():
+    from seed_gym.trainer.analyzer import Skill, skeleton_pieces
+
+    a, b, c = skeleton_pieces()
+    assert Skill("S x", "K y").to_json() == f"{a}S x{b}K y{c}"
+
+
+@pytest.mark.parametrize(
+    ("text", "trimmed"),
+    [
+        ("go up, go up, go up, go up, then left", "go up, go up,"),
+        ("up up up up up", "up up"),
+        ("Push the box right, then go up.", "Push the box right, then go up."),
+        ("a b c a b c a b c a b c", "a b c a b c"),
+    ],
+)
+def test_trim_repetition(text, trimmed):
+    from seed_gym.trainer.analyzer import trim_repetition
+
+    assert trim_repetition(text) == trimmed
+
+
+class LoopingEngine:
+    """An engine whose every answer loops ("up, up, up, ...") and never closes its quote, the
+    failure seen on SmolLM2; records the prompts it got."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.prompts = []
+
+    def generate(self, prompts, *, max_new_tokens, temperature, stop, seed, no_repeat_ngram):
+        from seed_gym.trainer.engines import Generation
+
+        assert temperature == 0.0 and stop == ('"',) and no_repeat_ngram > 0
+        self.prompts.append([self.tokenizer.decode(p) for p in prompts])
+        return [Generation([1], [0.0], "The agent went " + "up, " * 50) for _ in prompts]
+
+
+def test_structured_answers_parse_even_when_the_model_loops():
+    from seed_gym.trainer.analyzer import structured_generate_fn
+    from seed_gym.trainer.models import tiny_tokenizer
+
+    engine = LoopingEngine(tiny_tokenizer())
+    t = traj([step("obs", "<think>a</think><action>up</action>", "up")], won=False)
+    skills = analyze([t, t], structured_generate_fn(engine, max_new_tokens=64), stats=(st := {}))
+    assert st["analyzer/parse_rate"] == 1.0
+    assert skills[0].skill == "The agent went up, up,"  # the loop is cut after two copies
+    # two prefill rounds: up to the summary's opening quote, then the skill's
+    first, second = engine.prompts
+    assert first[0].endswith('{"episode_summary": "')
+    assert second[0].endswith('{"episode_summary": "The agent went up, up,", "episode_skill": "')
+
+
+def test_structured_answers_from_a_real_model_are_json(tiny_policy):
+    import json
+
+    from seed_gym.trainer.analyzer import SKILL_FIELDS, structured_generate_fn
+    from seed_gym.trainer.engines import HFEngine
+
+    engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
+    t = traj([step("obs", "<think>a</think><action>up</action>", "up")], won=True)
+    answers = structured_generate_fn(engine, max_new_tokens=12)([analyzer_messages(t)] * 3)
+    for a in answers:  # a random model's fields are noise, but the answer is always JSON
+        assert sorted(json.loads(a)) == sorted(SKILL_FIELDS)
+
+
+def test_no_repeat_ngram_bans_repeated_ngrams(tiny_policy):
+    from seed_gym.trainer.engines import HFEngine
+
+    engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
+    chats = [[{"role": "user", "content": "say something"}]] * 2
+    for g in engine.generate(chats, max_new_tokens=40, temperature=0.0, no_repeat_ngram=2):
+        bigrams = list(zip(g.ids, g.ids[1:], strict=False))
+        assert len(bigrams) == len(set(bigrams))
+
+
+@pytest.fixture(scope="module")
+def tiny_policy():
+    from seed_gym.trainer.models import load_policy
+
+    return load_policy("tiny", seed=0)

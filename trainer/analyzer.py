@@ -74,8 +74,16 @@ def approx_tokens(text: str) -> int:
 
 
 def render_header(traj: Trajectory) -> str:
-    outcome = "success" if traj.won else "failure"
-    return f"{ANALYZER_INSTRUCTION}\n\nTask description: {traj.task}\nepisode_success: {outcome}"
+    """The instruction, the task and the outcome: ``episode_success`` as SEED.md, stated in words
+    too, with the env return, so a lost episode is not summarised as a success."""
+    if traj.won:
+        outcome = "success (the agent completed the task)"
+    else:
+        outcome = "failure (the agent did NOT complete the task)"
+    return (
+        f"{ANALYZER_INSTRUCTION}\n\nTask description: {traj.task}\n"
+        f"episode_success: {outcome}\nepisode_return: {traj.env_return:g}"
+    )
 
 
 def render_step(i: int, step: StepSample, *, clip_chars: int | None = None) -> str:
@@ -280,6 +288,111 @@ def parse_skill_json(text: str) -> dict[str, str]:
             f'"episode_skill" has {words} words; it needs at least {MIN_SKILL_WORDS}'
         )
     return fields
+
+
+# --- structured decoding ------------------------------------------------------------------------
+SKILL_FIELDS = ("episode_summary", "episode_skill")
+SKILL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "episode_summary": {"type": "string", "maxLength": 600},
+        "episode_skill": {"type": "string", "minLength": 20, "maxLength": 600},
+    },
+    "required": list(SKILL_FIELDS),
+    "additionalProperties": False,
+}
+"""The analyzer's answer as a JSON schema (vLLM's structured outputs decode under it)."""
+
+
+def trim_repetition(text: str, *, max_copies: int = 2, max_words: int = 8) -> str:
+    """``text`` cut where it degenerates into a loop: the first run of 1..``max_words`` words
+    repeated more than ``max_copies`` times in a row keeps ``max_copies`` copies and ends the
+    text ("go up, go up, go up, go up" -> "go up, go up,").
+
+    Small models answering greedily often loop until the token limit; the loop carries nothing.
+    """
+    words = text.split()
+    for i in range(len(words)):
+        for n in range(1, max_words + 1):
+            unit = words[i : i + n]
+            if len(unit) < n:
+                break
+            copies = 1
+            while words[i + copies * n : i + (copies + 1) * n] == unit:
+                copies += 1
+            if copies > max_copies:
+                return " ".join(words[: i + max_copies * n])
+    return text
+
+
+def skeleton_pieces() -> list[str]:
+    """The answer's fixed text around its fields, exactly as ``Skill.to_json`` writes it
+    (``json.dumps``): ``{"episode_summary": "`` · ``", "episode_skill": "`` · ``"}``."""
+    marker = "\x00"
+    text = json.dumps(dict.fromkeys(SKILL_FIELDS, marker))
+    return text.split(json.dumps(marker)[1:-1])  # 3 pieces; each field sits between two
+
+
+def structured_generate_fn(
+    engine: Any, *, max_new_tokens: int, no_repeat_ngram: int = 6
+) -> Callable[[list[list[dict[str, str]]]], list[str]]:
+    """The analyzer's ``generate_fn`` under its schema: greedy, and always a well-formed answer.
+
+    - an engine with ``generate_json`` (``VLLMEngine``: vLLM's structured outputs) decodes under
+      ``SKILL_SCHEMA``;
+    - any other engine (``HFEngine``) is prefilled field by field: the prompt is the chat plus the
+      answer's fixed text up to the field's opening quote, generation stops at the closing quote
+      (``max_new_tokens`` per field, n-gram repeats banned), the next piece of fixed text follows.
+
+    Either way each field is cut at a degenerate loop (``trim_repetition``) and the answer is
+    assembled with ``json.dumps``, so it parses whenever the fields are non-empty; the word-count
+    rule of ``parse_skill_json`` still applies.
+    """
+
+    def clean(field: str) -> str:
+        return trim_repetition(" ".join(field.split()))
+
+    def assemble(fields: list[str]) -> str:
+        cleaned = [clean(f) for f in fields]
+        return json.dumps(dict(zip(SKILL_FIELDS, cleaned, strict=True)), ensure_ascii=False)
+
+    def generate(chats: list[list[dict[str, str]]]) -> list[str]:
+        if hasattr(engine, "generate_json"):
+            answers = engine.generate_json(chats, SKILL_SCHEMA, max_new_tokens=max_new_tokens)
+            out = []
+            for answer in answers:
+                try:
+                    obj = json.loads(answer)
+                    out.append(assemble([str(obj.get(k, "")) for k in SKILL_FIELDS]))
+                except (json.JSONDecodeError, AttributeError):
+                    out.append(answer)  # left to parse_skill_json (and its retry)
+            return out
+        tokenizer = engine.tokenizer
+        texts = [
+            tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+            for c in chats
+        ]
+        pieces = skeleton_pieces()
+        fields: list[list[str]] = [[] for _ in chats]
+        for k in range(len(SKILL_FIELDS)):
+            texts = [t + pieces[k] for t in texts]
+            ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+            gens = engine.generate(
+                ids,
+                max_new_tokens=max_new_tokens,
+                temperature=0.0,
+                stop=('"',),
+                seed=0,
+                no_repeat_ngram=no_repeat_ngram,
+            )
+            for i, g in enumerate(gens):
+                value = g.text[: g.text.index('"')] if '"' in g.text else g.text
+                value = clean(value.rstrip("\\"))  # (an escape cut in half by the stop)
+                fields[i].append(value)
+                texts[i] += value
+        return [assemble(f) for f in fields]
+
+    return generate
 
 
 # --- the analyzer -------------------------------------------------------------------------------

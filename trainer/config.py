@@ -32,7 +32,8 @@ ALGOS: dict[str, str] = {
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
 # fields a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
-LEGACY_DEFAULTS = {"advantage": "trajectory"}
+# (a resumed old run goes on exactly as it started)
+LEGACY_DEFAULTS = {"advantage": "trajectory", "analyzer_structured": False}
 # algorithms with a teacher (rescoring + OPD or teacher advantages)
 DISTILL_ALGOS = ("seed", "static-skills", "opsd")
 # algorithms where the policy itself analyzes its trajectories (Stage 1 SFT applies)
@@ -166,7 +167,12 @@ class TrainConfig:
     teacher_advantage_clip: float | None = None
     """bound |teacher_lp - old_lp| of the teacher-advantage term; None: unbounded"""
     analyzer_max_new_tokens: int = 256
-    """analyzer answer budget (the JSON with episode_summary and episode_skill)"""
+    """analyzer answer budget: tokens per field under structured decoding, else for the whole
+    JSON answer with episode_summary and episode_skill"""
+    analyzer_structured: bool = True
+    """decode the analyzer's answer under its JSON schema (vLLM structured outputs; on the HF
+    engine a field-by-field prefill of the JSON with a stop at each closing quote and a loop
+    guard); False: free generation parsed leniently, as SEED.md describes"""
     analyzer_budget: int = 3072
     """analyzer prompt budget in tokens; longer trajectories are truncated (task, end, decisive steps)"""
     analyzer_retry: bool = True
@@ -322,7 +328,7 @@ class TrainConfig:
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"unknown config fields {unknown}")
-        return cls(**{**LEGACY_DEFAULTS, **d}) if "mini_batch_size" not in d else cls(**d)
+        return cls(**{**LEGACY_DEFAULTS, **d})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))

@@ -106,6 +106,24 @@ def _warn_text_only() -> None:
     )
 
 
+def _ban_repeats(logits: torch.Tensor, rows: list[list[int]], n: int) -> torch.Tensor:
+    """``logits`` [b, V] with every token masked that would complete an n-gram already in its
+    row's ids (a copy when anything is masked)."""
+    banned = []
+    for r, row in enumerate(rows):
+        if len(row) < n:
+            continue
+        tail = row[len(row) - n + 1 :] if n > 1 else []
+        hits = {row[j + n - 1] for j in range(len(row) - n + 1) if row[j : j + n - 1] == tail}
+        banned += [(r, t) for t in hits]
+    if not banned:
+        return logits
+    out = logits.clone()
+    r_idx, t_idx = zip(*banned, strict=True)
+    out[list(r_idx), list(t_idx)] = float("-inf")
+    return out
+
+
 def _suppress(logits: torch.Tensor, ids: list[int]) -> torch.Tensor:
     """``logits`` with ``ids`` masked to -inf (a copy), or ``logits`` itself when ``ids`` is empty."""
     if not ids:
@@ -188,9 +206,13 @@ class HFEngine:
         stop: Sequence[str] = (),
         seed: int | None = None,
         images: Sequence[Sequence[Any]] | None = None,
+        no_repeat_ngram: int = 0,
     ) -> list[Generation]:
         """``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
-        needs the engine's ``processor``."""
+        needs the engine's ``processor``. ``no_repeat_ngram`` n > 0 never samples a token that
+        would repeat an n-gram of the completion (Hugging Face's ``no_repeat_ngram_size``): a
+        guard against degenerate loops for text nobody trains on (the analyzer's answers); the
+        reported logprobs are then not the sampling distribution's."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if not 0.0 < top_p <= 1.0:
@@ -199,13 +221,15 @@ class HFEngine:
             _warn_text_only()  # a text policy sees the <image> placeholders only, as before
         elif images is not None and any(images):
             return self._generate_with_images(
-                prompts, images, max_new_tokens, temperature, top_p, stop, seed
+                prompts, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
             )
         encoded = [self._encode(p) for p in prompts]
-        return self._generate_encoded(encoded, None, max_new_tokens, temperature, top_p, stop, seed)
+        return self._generate_encoded(
+            encoded, None, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
+        )
 
     def _generate_with_images(
-        self, prompts, images, max_new_tokens, temperature, top_p, stop, seed
+        self, prompts, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
     ) -> list[Generation]:
         """``generate`` for prompts with pictures: same seeding and batching, pixel values with
         the first forward pass of each chunk (the KV cache carries them afterwards)."""
@@ -218,11 +242,11 @@ class HFEngine:
             for p, imgs in zip(prompts, images, strict=True)
         ]
         return self._generate_encoded(
-            encoded, images, max_new_tokens, temperature, top_p, stop, seed
+            encoded, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
         )
 
     def _generate_encoded(
-        self, encoded, images, max_new_tokens, temperature, top_p, stop, seed
+        self, encoded, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram=0
     ) -> list[Generation]:
         """Seed, length-sort and chunk already-encoded prompts (``images``: one list per prompt,
         or None for text only) through ``_generate_batch``; results in prompt order."""
@@ -249,6 +273,7 @@ class HFEngine:
                 list(stop),
                 [row_seeds[i] for i in idx],
                 row_images=None if images is None else [images[i] for i in idx],
+                no_repeat_ngram=no_repeat_ngram,
             )
             for i, g in zip(idx, chunk, strict=True):
                 g.prompt_ids = encoded[i]
@@ -265,6 +290,7 @@ class HFEngine:
         stop: list[str],
         row_seeds: list[int],
         row_images: list[Sequence[Any]] | None = None,
+        no_repeat_ngram: int = 0,
     ) -> list[Generation]:
         from seed_gym.trainer.models import autocast
 
@@ -322,6 +348,8 @@ class HFEngine:
                     cache = getattr(out, self._cache_field)
                     logits = out.logits[:, -1].float()  # [b, V]
                     pick = _suppress(logits, self.suppress_ids)  # [b, V]; logits if none
+                    if no_repeat_ngram > 0:
+                        pick = _ban_repeats(pick, [ids[r] for r in alive], no_repeat_ngram)
                     if temperature > 0:
                         scaled = pick / temperature  # [b, V]
                         probs = torch.softmax(_top_p_filter(scaled, top_p), dim=-1)  # [b, V]

@@ -53,7 +53,12 @@ def stage1_policy_path(cfg: TrainConfig, run_dir: Path, device: str = "cpu") -> 
 
 # --- skills -------------------------------------------------------------------------------------
 def policy_generate_fn(cfg: TrainConfig, engine: Any) -> Callable[[list], list[str]]:
-    """The analyzer's ``generate_fn``: the current policy, greedy, batched through the engine."""
+    """The analyzer's ``generate_fn``: the current policy, greedy, batched through the engine;
+    under the answer's JSON schema unless ``--no-analyzer-structured``."""
+    from seed_gym.trainer.analyzer import structured_generate_fn
+
+    if cfg.analyzer_structured:
+        return structured_generate_fn(engine, max_new_tokens=cfg.analyzer_max_new_tokens)
 
     def generate(chats: list[list[dict[str, str]]]) -> list[str]:
         gens = engine.generate(
