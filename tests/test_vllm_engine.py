@@ -176,6 +176,20 @@ def test_lora_weight_sync_samples_from_the_merged_model(tiny):
         engine.sync_weights(model)
 
 
+def test_structured_outputs_give_schema_valid_analyzer_answers(tiny):
+    # a random model under vLLM's structured outputs: every answer is the analyzer's JSON object
+    import json
+
+    from seed_gym.trainer.analyzer import SKILL_FIELDS, skill_schema, structured_generate_fn
+
+    engine, _, _ = tiny
+    for text in engine.generate_json(PROMPTS, skill_schema(20), max_new_tokens=80):
+        obj = json.loads(text)  # 20 chars a field: the object closes within 80 tokens
+        assert sorted(obj) == sorted(SKILL_FIELDS) and all(len(v) <= 20 for v in obj.values())
+    for text in structured_generate_fn(engine, max_new_tokens=8)(PROMPTS):
+        assert sorted(json.loads(text)) == sorted(SKILL_FIELDS)
+
+
 @pytest.mark.skipif(HAVE_VLLM, reason="checks the error without vLLM")
 def test_missing_vllm_names_the_extra(tmp_path):
     tokenizer = tiny_tokenizer()

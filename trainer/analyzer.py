@@ -292,16 +292,18 @@ def parse_skill_json(text: str) -> dict[str, str]:
 
 # --- structured decoding ------------------------------------------------------------------------
 SKILL_FIELDS = ("episode_summary", "episode_skill")
-SKILL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "episode_summary": {"type": "string", "maxLength": 600},
-        "episode_skill": {"type": "string", "minLength": 20, "maxLength": 600},
-    },
-    "required": list(SKILL_FIELDS),
-    "additionalProperties": False,
-}
-"""The analyzer's answer as a JSON schema (vLLM's structured outputs decode under it)."""
+
+
+def skill_schema(max_chars: int = 600) -> dict[str, Any]:
+    """The analyzer's answer as a JSON schema (vLLM's structured outputs decode under it); each
+    field at most ``max_chars`` characters."""
+    field = {"type": "string", "minLength": 1, "maxLength": max_chars}
+    return {
+        "type": "object",
+        "properties": dict.fromkeys(SKILL_FIELDS, field),
+        "required": list(SKILL_FIELDS),
+        "additionalProperties": False,
+    }
 
 
 def trim_repetition(text: str, *, max_copies: int = 2, max_words: int = 8) -> str:
@@ -339,7 +341,7 @@ def structured_generate_fn(
     """The analyzer's ``generate_fn`` under its schema: greedy, and always a well-formed answer.
 
     - an engine with ``generate_json`` (``VLLMEngine``: vLLM's structured outputs) decodes under
-      ``SKILL_SCHEMA``;
+      ``skill_schema`` (fields of at most ``4 * max_new_tokens`` characters);
     - any other engine (``HFEngine``) is prefilled field by field: the prompt is the chat plus the
       answer's fixed text up to the field's opening quote, generation stops at the closing quote
       (``max_new_tokens`` per field, n-gram repeats banned), the next piece of fixed text follows.
@@ -358,7 +360,12 @@ def structured_generate_fn(
 
     def generate(chats: list[list[dict[str, str]]]) -> list[str]:
         if hasattr(engine, "generate_json"):
-            answers = engine.generate_json(chats, SKILL_SCHEMA, max_new_tokens=max_new_tokens)
+            # a field of 4 chars per token on average; a token is >= 1 char, so the answer
+            # always closes within the token budget
+            chars = 4 * max_new_tokens
+            answers = engine.generate_json(
+                chats, skill_schema(chars), max_new_tokens=2 * chars + 32
+            )
             out = []
             for answer in answers:
                 try:

@@ -195,6 +195,27 @@ class VLLMEngine:
         )
         return [self._generation(out, ids) for out, ids in zip(outputs, encoded, strict=True)]
 
+    def generate_json(
+        self, prompts: Sequence[Prompt], schema: dict[str, Any], *, max_new_tokens: int
+    ) -> list[str]:
+        """Greedy completions decoded under the JSON ``schema`` (vLLM's structured outputs):
+        the analyzer's answers (``analyzer.structured_generate_fn``)."""
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import StructuredOutputsParams
+
+        encoded = [self._encode(p) for p in prompts]
+        params = self._vllm.SamplingParams(
+            n=1,
+            max_tokens=max_new_tokens,
+            temperature=0.0,
+            structured_outputs=StructuredOutputsParams(json=schema),
+            skip_special_tokens=True,
+        )
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=p) for p in encoded], params, use_tqdm=False
+        )
+        return [out.outputs[0].text for out in outputs]
+
     def sync_weights(self, model) -> None:
         """Load ``model``'s current weights into the engine (after each optimizer step)."""
         import torch
