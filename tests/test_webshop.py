@@ -51,6 +51,16 @@ def test_check_env():
     e.close()
 
 
+def test_generated_goals_ask_only_for_rewardable_options():
+    # goal.py compares the clicked value, colour-normalised, with "name value": a goal option
+    # "scent: sandalwood" cannot be won (the click becomes "sand"), so generated goals avoid it
+    from seed_gym.envs.webshop.reward import option_matches
+
+    catalog = load_catalog()
+    for g in catalog.goals:
+        assert option_matches(dict(g.options), g.options, "goal.py") == len(g.options), g.task_id
+
+
 @pytest.mark.parametrize("split", ["seen", "unseen"])
 def test_oracle_wins_every_goal(split):
     e = seed_gym.make(ENV_ID, split=split)
@@ -206,6 +216,18 @@ def test_splits_are_disjoint_and_hold_out_categories(env):
     n = {m.split: len(m) for m in manifests}
     assert n["train"] > 5 * n["seen"] > 0 and n["unseen"] > 0
     assert sum(n.values()) == len(raw.catalog.goals)
+
+
+def test_documented_split_counts_are_the_real_ones(env):
+    # docs/webshop.md once said 682 / 89 / 229 for the 1k catalog; the manifests hold 703 / 68 / 229
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "webshop.md").read_text()
+    m = re.search(r"1k catalog: ([\d,]+) / ([\d,]+) / ([\d,]+) goals", doc)
+    assert m is not None
+    documented = [int(x.replace(",", "")) for x in m.groups()]
+    assert documented == [len(env.unwrapped.manifest(s)) for s in seed_gym.SPLITS]
 
 
 def test_split_is_global_and_grows_with_the_catalog(env):

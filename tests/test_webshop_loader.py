@@ -217,3 +217,58 @@ def test_missing_or_corrupt_files_give_clear_errors(tmp_path):
     (tmp_path / "items_shuffle.json").write_text("{not json")
     with pytest.raises(ValueError, match="corrupt"):
         load_products(tmp_path / "items_shuffle.json")
+
+
+# --- the real data's categories ----------------------------------------------------------------
+REAL_CATEGORIES = ("beauty", "electronics", "fashion", "garden", "grocery")
+
+
+@pytest.fixture
+def five_category_dir(tmp_path):
+    """A catalog in WebShop's format whose ``category`` values are the real data's five."""
+    items, attrs = [], {}
+    for c in REAL_CATEGORIES:
+        for k in range(12):
+            asin = f"B0{c[:3].upper()}{k:05d}"
+            items.append(
+                {
+                    "asin": asin,
+                    "name": f"Acme {c.title()} Thing Model {k}",
+                    "full_description": f"A {c} thing.",
+                    "small_description": [f"Made for {c}"],
+                    "pricing": f"${10 + k}.99",
+                    "customization_options": {"Color": [{"value": "Black", "image": None}]},
+                    "category": c,
+                    "query": f"{c} thing",
+                    "product_category": f"{c.title()} › Things › Model {k}",
+                    "images": [],
+                }
+            )
+            attrs[asin] = {
+                "attributes": ["easy to use"],
+                "instruction": f"i want an easy to use {c} thing number {k}",
+                "instruction_attributes": ["easy to use"],
+            }
+    (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(items))
+    (tmp_path / "items_ins_v2_1000.json").write_text(json.dumps(attrs))
+    return tmp_path
+
+
+def test_real_data_unseen_split_holds_out_a_real_category(five_category_dir):
+    # seed-gym 0.1 held out "furniture", which the real data does not have: unseen was empty
+    e = seed_gym.make("seed_gym/WebShop-v0", split="unseen", data_dir=five_category_dir)
+    raw = e.unwrapped
+    assert {raw.catalog.goals_by_id[t].category for t in raw.task_ids} == {"garden"}
+    assert len(raw.task_ids) == 12
+    seed_gym.check_env(e)
+    e.close()
+
+
+def test_held_out_categories_missing_from_the_data_are_named(five_category_dir):
+    with pytest.raises(ValueError, match=r"\['furniture'\].*'garden', 'grocery'\]"):
+        seed_gym.make(
+            "seed_gym/WebShop-v0",
+            split="unseen",
+            data_dir=five_category_dir,
+            unseen_categories=("furniture",),
+        ).reset(seed=0)

@@ -80,31 +80,87 @@ def test_options_exact_match_counts_each_goal_option():
     assert option_matches({}, {"color": "black", "size": "x-large"}) == 0
 
 
-def test_sizes_must_match_exactly():
+# goal.py's rule (the default): the clicked values, colour-normalised, against the goal's
+# (name, value) pairs, which normalize_color leaves alone unless the name or value IS a colour
+@pytest.mark.parametrize(
+    ("goal_value", "bought", "goal_py", "strict"),
+    [
+        # the two real-data cases from issue 14: goal.py 0 / 1 where the 0.1 rule gave 1 / 0
+        ("antique graywash", "antique graywash", 0, 1),  # the click becomes "ash"
+        ("gray finish+black cushion", "gray+gray cushion", 1, 0),  # "gray" is in the pair
+        ("black", "black", 1, 1),  # a pair holding a colour word normalises to it
+        ("light grey", "light grey", 1, 1),  # "grey" is a token of "color light grey"
+        ("x-large", "xx-large", 0, 0),  # tokens {xx, large} vs {color, x, large}: 77
+    ],
+)
+def test_option_rule_goal_py_and_strict(goal_value, bought, goal_py, strict):
+    assert option_matches({"color": bought}, {"color": goal_value}) == goal_py
+    assert option_matches({"color": bought}, {"color": goal_value}, "goal.py") == goal_py
+    assert option_matches({"color": bought}, {"color": goal_value}, "strict") == strict
+
+
+def test_goal_py_rule_on_sizes_and_human_goals():
+    # a clicked value whose tokens all occur in "size x-large" scores 100: "large" alone does too
+    assert option_matches({"size": "x-large"}, {"size": "x-large"}) == 1
+    assert option_matches({"size": "large"}, {"size": "x-large"}) == 1
+    # goal.py has no exact-size rule: the fuzzy ratio accepts a neighbouring size
+    assert option_matches({"size": "pack of 1"}, {"size": "pack of 12"}) == 1
+    # human goals are plain values: normalize_color is a substring test on both sides
+    assert option_matches({"color": "light grey", "size": "large"}, ("grey", "large")) == 2
+    with pytest.raises(ValueError, match="option_rule"):
+        option_matches({}, {}, "fuzzy")
+
+
+def test_fuzzy_is_thefuzz_rounded_to_an_integer():
+    # thefuzz returns int(round(ratio)); 85.x must not pass the "> 85" threshold
+    assert isinstance(reward._fuzzy("a b", "a c"), int)
+    assert reward._fuzzy(("color", "black"), "black") == 100  # str() of a pair, processed
+    assert reward._fuzzy("caf\u00e9", "caf") == 100  # force_ascii drops code points 128-255
+
+
+def test_sizes_must_match_exactly_under_the_strict_rule():
     # WebShop's fuzzy ratio would accept both of these (93 and 95 > 85); sizes must be exact
     assert reward._fuzzy("x-large", "xx-large") > 85
     assert (
         option_matches(
-            {"color": "black", "size": "xx-large"}, {"color": "black", "size": "x-large"}
+            {"color": "black", "size": "xx-large"},
+            {"color": "black", "size": "x-large"},
+            "strict",
         )
         == 1
     )
     assert reward._fuzzy("pack of 1", "pack of 12") > 85
-    assert option_matches({"item package quantity": "pack of 1"}, ("pack of 12",)) == 0
-    assert option_matches({"item package quantity": "pack of 12"}, ("pack of 12",)) == 1
+    assert option_matches({"item package quantity": "pack of 1"}, ("pack of 12",), "strict") == 0
+    assert option_matches({"item package quantity": "pack of 12"}, ("pack of 12",), "strict") == 1
     # case and spacing do not matter
-    assert option_matches({"size": "X-Large "}, {"size": "x-large"}) == 1
+    assert option_matches({"size": "X-Large "}, {"size": "x-large"}, "strict") == 1
 
 
-def test_non_size_options_are_fuzzy_after_colour_normalisation():
+def test_non_size_options_are_fuzzy_after_colour_normalisation_under_the_strict_rule():
     # WebShop's own example: "powder snow" satisfies "cool powder snow" (ratio 100)
-    assert option_matches({"flavor name": "powder snow"}, {"flavor name": "cool powder snow"}) == 1
+    assert (
+        option_matches(
+            {"flavor name": "powder snow"}, {"flavor name": "cool powder snow"}, "strict"
+        )
+        == 1
+    )
     # colour normalisation keeps the first colour word of WebShop's list: "light grey" -> "grey"
     assert normalize_color("light grey") == "grey"
-    assert option_matches({"color": "light grey"}, {"color": "grey"}) == 1
-    assert option_matches({"color": "red"}, {"color": "grey"}) == 0
+    assert option_matches({"color": "light grey"}, {"color": "grey"}, "strict") == 1
+    assert option_matches({"color": "red"}, {"color": "grey"}, "strict") == 0
     # human goals list values without names
-    assert option_matches({"color": "grey", "size": "large"}, ("grey", "large")) == 2
+    assert option_matches({"color": "grey", "size": "large"}, ("grey", "large"), "strict") == 2
+
+
+def test_env_option_rule_flag():
+    import seed_gym
+
+    strict = seed_gym.make("seed_gym/WebShop-v0", split="seen", option_rule="strict")
+    assert strict.unwrapped.engine.option_rule == "strict"
+    default = seed_gym.make("seed_gym/WebShop-v0", split="seen")
+    assert default.unwrapped.engine.option_rule == "goal.py"
+    with pytest.raises(ValueError, match="option_rule"):
+        seed_gym.make("seed_gym/WebShop-v0", split="seen", option_rule="fuzzy")
 
 
 # --- price --------------------------------------------------------------------------------------

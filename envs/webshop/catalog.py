@@ -17,9 +17,9 @@ from seed_gym.envs.webshop.goals import human_goals, synthetic_goals
 from seed_gym.envs.webshop.loader import find_files, load_human_instructions, load_products
 from seed_gym.envs.webshop.records import Goal, Product
 
-REAL_DATA_UNSEEN = ("furniture",)
-"""Held-out category for the real WebShop data (its categories: beauty, electronics, fashion, food,
-furniture)."""
+REAL_DATA_UNSEEN = ("garden",)
+"""Held-out category for the real WebShop data, whose ``category`` values are beauty,
+electronics, fashion, garden and grocery."""
 
 
 @dataclass(eq=False)
@@ -27,6 +27,7 @@ class Catalog:
     products: list[Product]
     goals: list[Goal]
     source: str
+    unseen_categories: tuple[str, ...] = ()
     by_asin: dict[str, Product] = field(init=False)
     goals_by_id: dict[str, Goal] = field(init=False)
     _index: object = field(default=None, init=False, repr=False)
@@ -115,6 +116,6 @@ def load_catalog(
         source = f"webshop files {data_dir}"
     if not goals:
         raise ValueError(f"the WebShop catalog ({source}) yields no goals")
-    catalog = Catalog(products, goals, source)
+    catalog = Catalog(products, goals, source, tuple(unseen))
     with _CACHE_LOCK:
         return _CACHE.setdefault(key, catalog)

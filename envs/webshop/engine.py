@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from seed_gym.envs.webshop.catalog import Catalog
 from seed_gym.envs.webshop.records import Goal
-from seed_gym.envs.webshop.reward import Score, score_purchase
+from seed_gym.envs.webshop.reward import OPTION_RULES, Score, score_purchase
 
 PRODUCT_WINDOW = 10
 END_BUTTON = "Buy Now"
@@ -114,8 +114,11 @@ def parse_action(action: str) -> tuple[str, str] | None:
 class Engine:
     """Pages and transitions over one catalog. Stateless itself: all state is in ``Session``."""
 
-    def __init__(self, catalog: Catalog):
+    def __init__(self, catalog: Catalog, option_rule: str = "goal.py"):
+        if option_rule not in OPTION_RULES:
+            raise ValueError(f"unknown option_rule {option_rule!r}; choose one of {OPTION_RULES}")
         self.catalog = catalog
+        self.option_rule = option_rule
 
     # --- views --------------------------------------------------------------------------------
     def _instruction(self, s: Session) -> list[Element]:
@@ -250,7 +253,9 @@ class Engine:
             s.page = text.lower()
         elif text == END_BUTTON:
             product = self.catalog.by_asin[s.asin]
-            s.score = score_purchase(product, s.goal, product.price, dict(s.options))
+            s.score = score_purchase(
+                product, s.goal, product.price, dict(s.options), option_rule=self.option_rule
+            )
             s.page = "done"
             return Outcome(True, done=True, score=s.score)
         return Outcome(True)

@@ -11,6 +11,7 @@ import numpy as np
 from seed_gym.core import SeedEnv
 from seed_gym.envs.webshop.catalog import Catalog, load_catalog
 from seed_gym.envs.webshop.engine import SEARCH_ACTION, Engine, Session
+from seed_gym.envs.webshop.reward import OPTION_RULES
 from seed_gym.splits import SplitManifest
 
 SUCCESS_REWARD = 10.0
@@ -43,8 +44,11 @@ class WebShopEnv(SeedEnv):
 
     Rewards:
         ``10`` when the purchase scores exactly 1, else ``0``. The score (WebShop's ``goal.py``:
-        attributes, options with exact sizes, price bound, times the product-type factor) is in
+        attributes, options, price bound, times the product-type factor) is in
         ``info["webshop.score"]`` after the purchase, with its parts in ``webshop.reward_info``.
+        ``option_rule="goal.py"`` (default) scores options exactly as ``goal.py`` does, quirks
+        included; ``option_rule="strict"`` compares values and requires exact sizes (see
+        ``seed_gym.envs.webshop.reward``).
 
     Termination:
         ``terminated`` on ``click[buy now]``; ``truncated`` after 15 steps (the registry's
@@ -52,11 +56,12 @@ class WebShopEnv(SeedEnv):
 
     Splits:
         One fixed global goal split: ``unseen`` = every goal of the held-out categories (sports
-        and pets in the generated catalog), ``seen`` = 10% of the other products' goals (by a
+        and pets in the generated catalog, garden in WebShop's real files), ``seen`` = 10% of the other products' goals (by a
         hash of the asin), ``train`` = the rest. ``info["task_type"]`` is the goal's category.
 
     Version History:
-        v0: first release (generated catalog v1).
+        v0: first release (generated catalog v1). seed-gym 0.2: options scored exactly as
+        ``goal.py`` (``option_rule``); real-data unseen category ``garden``.
     """
 
     env_id = "seed_gym/WebShop-v0"
@@ -73,8 +78,12 @@ class WebShopEnv(SeedEnv):
         data_dir: str | Path | None = None,
         human_goals: bool = False,
         unseen_categories: tuple[str, ...] | None = None,
+        option_rule: str = "goal.py",
     ):
         super().__init__(split=split, modality=modality, render_mode=render_mode)
+        if option_rule not in OPTION_RULES:
+            raise ValueError(f"unknown option_rule {option_rule!r}; choose one of {OPTION_RULES}")
+        self.option_rule = option_rule
         self._catalog_kwargs = {
             "num_products": None if num_products is None else int(num_products),
             "seed": int(catalog_seed),
@@ -99,7 +108,7 @@ class WebShopEnv(SeedEnv):
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = Engine(self.catalog)
+            self._engine = Engine(self.catalog, self.option_rule)
         return self._engine
 
     def __getstate__(self) -> dict[str, Any]:
@@ -118,13 +127,26 @@ class WebShopEnv(SeedEnv):
 
     def manifest(self, split: str) -> SplitManifest:
         catalog = self.catalog
+        task_ids = catalog.split_ids(split)
+        if not task_ids and split == "unseen":
+            # the usual cause: held-out categories that the data does not have
+            held_out = catalog.unseen_categories
+            present = sorted({p.category for p in catalog.products})
+            raise ValueError(
+                f"{self.env_id}: no goals in the unseen categories {list(held_out)} of "
+                f"{catalog.source}; its categories are {present} (pass unseen_categories=...)"
+            )
         return SplitManifest(
             env_id=self.env_id,
             split=split,
-            task_ids=catalog.split_ids(split),
+            task_ids=task_ids,
             version="1",
             meta={"catalog": catalog.source},
         )
+
+    def content_key(self, task_id: str) -> str:
+        """A goal's content is its instruction: the whole start page besides the catalog."""
+        return self.catalog.goals_by_id[task_id].instruction
 
     # --- gymnasium ----------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

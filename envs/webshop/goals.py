@@ -75,6 +75,23 @@ def _product_goal(
     )
 
 
+def _rewardable(name: str, value: str) -> bool:
+    """Whether buying ``value`` satisfies the goal option ``name: value`` under ``goal.py``'s
+    rule: not always (goal ``sandalwood`` is compared as ``"scent sandalwood"`` with the clicked
+    value colour-normalised to ``sand``)."""
+    from seed_gym.envs.webshop.reward import option_matches
+
+    return option_matches({name: value}, {name: value}, "goal.py") == 1
+
+
+def _pick_option(p: Product, name: str) -> str:
+    """The generated catalog's goal value for option ``name``, drawn from the asin among the
+    values a purchase can be rewarded for (all values when none can), so every generated goal
+    can score 1."""
+    values = [v for v in p.options[name] if _rewardable(name, v)] or p.options[name]
+    return values[int_hash("option", p.asin, name) % len(values)]
+
+
 def synthetic_goals(
     products: list[Product],
     *,
@@ -84,8 +101,10 @@ def synthetic_goals(
 ) -> list[Goal]:
     """Goals written from each product's ``instruction``, its ``instruction_attributes`` and a
     combination of its options. WebShop makes one goal per option combination
-    (``all_combinations=True``); the generated catalog keeps one combination per product, drawn
-    from the asin, so goal count grows linearly with the catalog."""
+    (``all_combinations=True``, kept for the real data even where ``goal.py`` cannot reward an
+    option); the generated catalog keeps one combination per product, drawn from the asin among
+    the rewardable values, so goal count grows linearly with the catalog and the oracle can win
+    every goal."""
     goals: list[Goal] = []
     for p in products:
         if not p.instruction or not p.instruction_attributes:
@@ -95,11 +114,7 @@ def synthetic_goals(
             list(itertools.product(*(p.options[n] for n in names))) if all_combinations else None
         )
         if combos is None:
-            combos = [
-                tuple(
-                    p.options[n][int_hash("option", p.asin, n) % len(p.options[n])] for n in names
-                )
-            ]
+            combos = [tuple(_pick_option(p, n) for n in names)]
         for k, combo in enumerate(combos):
             task_id = f"{p.asin}-{k}" if all_combinations else p.asin
             goal_options = dict(zip(names, combo, strict=True))

@@ -4,15 +4,26 @@ score = r_type * (n_attr + n_option + r_price) / (len(goal attributes) + len(goa
 
 - **attributes**: a goal attribute matches when some product attribute has a fuzzy
   ``token_set_ratio`` above 85, else when it occurs in the title, bullet points or description.
-- **options**: each goal option is matched against the chosen options after WebShop's colour
-  normalisation (the first colour word found stands for the value), fuzzily (> 85). *One change:*
-  sizes and quantities (an option named "size", or any value with a digit or an apparel size word)
-  must match exactly, because the fuzzy ratio accepts "xx-large" for "x-large" (93) and "pack of 1"
-  for "pack of 12" (95).
+- **options** (``option_rule="goal.py"``, the default): exactly what ``goal.py`` computes, quirks
+  included, because published success rates are computed with it. ``get_reward`` hands
+  ``get_option_reward`` the clicked *values* but the goal's ``(name, value)`` *pairs* (for
+  synthetic goals; human goals are plain values). ``normalize_color`` on a pair only fires when
+  the name or the value *is* a colour word (tuple membership), and the fuzzy match then compares
+  the clicked value, colour-normalised, with ``"name value"``. So goal ``antique graywash`` /
+  bought ``antique graywash`` misses (the clicked side became ``ash``), and goal ``gray
+  finish+black cushion`` / bought ``gray+gray cushion`` hits (``gray`` is a token of the pair).
+- **options** (``option_rule="strict"``, seed-gym 0.1's rule): both sides are plain values,
+  colour-normalised, fuzzy above 85; sizes and quantities (an option named "size", or a value
+  with a digit or an apparel size word) must match exactly, because the fuzzy ratio accepts
+  "xx-large" for "x-large" (93) and "pack of 1" for "pack of 12" (95).
 - **price**: 1 when the price paid is at most ``price_upper``.
 - **type factor**: 1.0 when the query matches, or >= 2 levels of ``product_category`` match, or
   more than 20% of the goal title's nouns (spaCy POS NOUN/PROPN) appear in the bought title; 0.5
   otherwise; 0.1 when the noun overlap is below 10%, and 0.0 when it is zero.
+
+Fuzzy scores are thefuzz's (WebShop pins ``thefuzz``): ``str()`` of the argument, characters
+128-255 dropped (``force_ascii``), non-alphanumerics to spaces, lowercased, then the ratio
+rounded to an integer, so 85.4 is not above 85.
 """
 
 from __future__ import annotations
@@ -79,11 +90,21 @@ def title_nouns(title: str) -> tuple[str, ...]:
     )
 
 
-def _fuzzy(a: str, b: str) -> float:
+OPTION_RULES = ("goal.py", "strict")
+"""``goal.py``: WebShop's option reward exactly; ``strict``: values on both sides, sizes exact."""
+
+# thefuzz's force_ascii drops exactly the code points 128-255 (its "ascii dammit" table)
+_LATIN1_HIGH = dict.fromkeys(range(128, 256))
+
+
+def _fuzzy(a: object, b: object) -> int:
+    """thefuzz's ``token_set_ratio(a, b)``: any object is ``str()``-ed (a goal's ``(name, value)``
+    pair becomes ``"('name', 'value')"``), processed, and the score rounded to an integer."""
     from rapidfuzz import fuzz, utils
 
-    # thefuzz (WebShop's library) lowercases and strips punctuation before comparing
-    return fuzz.token_set_ratio(a, b, processor=utils.default_process)
+    pa = utils.default_process(str(a).translate(_LATIN1_HIGH))
+    pb = utils.default_process(str(b).translate(_LATIN1_HIGH))
+    return int(round(fuzz.token_set_ratio(pa, pb)))
 
 
 @dataclass(frozen=True)
@@ -128,7 +149,10 @@ def attribute_matches(purchased: Product, goal_attributes: tuple[str, ...] | lis
     return n
 
 
-def normalize_color(value: str) -> str:
+def normalize_color(value: str | tuple[str, str]) -> str | tuple[str, str]:
+    """WebShop's ``normalize_color``: the first colour of ``COLOR_SET`` found ``in`` the value.
+    On a string that is a substring test; on a ``(name, value)`` pair it is membership, so a pair
+    is only normalised when its name or value is exactly a colour word (``goal.py``'s quirk)."""
     for color in COLOR_SET:
         if color in value:
             return color
@@ -147,8 +171,16 @@ def is_size_option(name: str | None, value: str) -> bool:
 
 
 def option_matches(
-    purchased_options: dict[str, str], goal_options: dict[str, str] | tuple[str, ...] | list[str]
+    purchased_options: dict[str, str],
+    goal_options: dict[str, str] | tuple[str, ...] | list[str],
+    rule: str = "goal.py",
 ) -> int:
+    """How many goal options the chosen options satisfy, under ``rule`` (see the module
+    docstring)."""
+    if rule == "goal.py":
+        return _goal_py_option_matches(purchased_options, goal_options)
+    if rule != "strict":
+        raise ValueError(f"unknown option_rule {rule!r}; choose one of {OPTION_RULES}")
     bought = [_canon(v) for v in purchased_options.values()]
     pairs = (
         list(goal_options.items())
@@ -163,6 +195,19 @@ def option_matches(
         else:
             g_norm = normalize_color(g_value)
             n += any(_fuzzy(normalize_color(p), g_norm) > FUZZY_THRESHOLD for p in bought)
+    return n
+
+
+def _goal_py_option_matches(
+    purchased_options: dict[str, str], goal_options: dict[str, str] | tuple[str, ...] | list[str]
+) -> int:
+    # goal.py's get_reward: clicked values against the goal's (name, value) pairs (dict goals)
+    # or plain values (human goals), both through normalize_color, first fuzzy hit > 85 counts
+    bought = [normalize_color(v) for v in purchased_options.values()]
+    wanted = goal_options.items() if isinstance(goal_options, dict) else goal_options
+    n = 0
+    for g_option in (normalize_color(o) for o in wanted):
+        n += any(_fuzzy(p, g_option) > FUZZY_THRESHOLD for p in bought)
     return n
 
 
@@ -185,12 +230,19 @@ class Score:
         return asdict(self)
 
 
-def score_purchase(purchased: Product, goal: Goal, price: float, options: dict[str, str]) -> Score:
+def score_purchase(
+    purchased: Product,
+    goal: Goal,
+    price: float,
+    options: dict[str, str],
+    *,
+    option_rule: str = "goal.py",
+) -> Score:
     t = type_reward(purchased, goal)
     r_price = price <= goal.price_upper
     n_attr = attribute_matches(purchased, goal.attributes)
     n_goal_options = len(goal.options)
-    n_option = option_matches(options, goal.options)
+    n_option = option_matches(options, goal.options, option_rule)
     denominator = len(goal.attributes) + n_goal_options + 1
     total = (n_attr + n_option + int(r_price)) / denominator * t.r_type
     return Score(
