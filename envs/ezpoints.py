@@ -173,6 +173,11 @@ class EZPointsEnv(SeedEnv):
     def manifest(self, split: str) -> SplitManifest:
         return ezpoints_manifest(split)
 
+    def content_key(self, task_id: str) -> str:
+        """The two cards in order: the id names the whole deal."""
+        first, second = parse_task_id(task_id)
+        return f"{first.code}-{second.code}"
+
     # --- observation --------------------------------------------------------------------------
     def formula_text(self) -> str:
         return ("Formula: " + " ".join(self._formula)).rstrip()

@@ -16,6 +16,7 @@ from seed_gym.envs.sokoban_rooms import (
     PLAYER,
     TARGET,
     Room,
+    generate_room,
     parse_task_id,
     room_for_task,
 )
@@ -46,18 +47,49 @@ SPLIT_SPECS: dict[str, tuple[str, int, int]] = {
     "seen": ("6x6-b1", 100_000, 200),
     "unseen": ("7x7-b2", 200_000, 200),
 }
-SPLIT_VERSION = "1"
+SPLIT_VERSION = "2"
+"""2: ``seen`` skips seeds whose room repeats a train room or an earlier seen room (version 1
+took seeds 100000..100199, and 64 of those rooms were train rooms under another id)."""
+
+
+@cache
+def _train_rooms() -> frozenset[str]:
+    """Content keys of every train room (~10k rooms, about 2 s): what ``seen`` must avoid."""
+    key, first, n = SPLIT_SPECS["train"]
+    config = CONFIGS[key]
+    return frozenset(generate_room(config, seed).content_key() for seed in range(first, first + n))
 
 
 @cache
 def sokoban_manifest(split: str) -> SplitManifest:
-    """Task ids of a split; the rooms themselves are generated lazily from the ids."""
+    """Task ids of a split; the rooms themselves are generated lazily from the ids.
+
+    ``train`` and ``unseen`` are consecutive seeds (unseen rooms have another size, so they
+    never equal a train room). ``seen`` holds out *rooms*, not seeds: from its first seed on,
+    a seed is kept only when its room is neither a train room nor an earlier seen room, so the
+    splits are disjoint by content (``check_env`` verifies it)."""
     if split not in SPLIT_SPECS:
         raise ValueError(f"unknown split {split!r}; choose one of {tuple(SPLIT_SPECS)}")
     key, first, n = SPLIT_SPECS[split]
     config = CONFIGS[key]
-    ids = tuple(config.task_id(seed) for seed in range(first, first + n))
-    meta = {"room": key, "seeds": f"{first}..{first + n - 1}", "max_solution": config.max_solution}
+    if split != "seen":
+        seeds = list(range(first, first + n))
+    else:
+        taken, seeds, seed = set(_train_rooms()), [], first
+        while len(seeds) < n:
+            room_key = generate_room(config, seed).content_key()
+            if room_key not in taken:
+                taken.add(room_key)
+                seeds.append(seed)
+            seed += 1
+    ids = tuple(config.task_id(seed) for seed in seeds)
+    meta = {
+        "room": key,
+        "seeds": f"{seeds[0]}..{seeds[-1]}",
+        "max_solution": config.max_solution,
+    }
+    if len(seeds) != seeds[-1] - seeds[0] + 1:
+        meta["skipped_repeats"] = seeds[-1] - seeds[0] + 1 - len(seeds)
     return SplitManifest(ENV_ID, split, ids, version=SPLIT_VERSION, meta=meta)
 
 
@@ -95,12 +127,15 @@ class SokobanEnv(SeedEnv):
         nothing and keep ``terminated`` (gymnasium leaves them undefined).
 
     Splits:
-        ``train``: 10,000 6x6 rooms with 1 box (seeds 0..9999); ``seen``: 200 more from the same
-        distribution (seeds 100000..100199); ``unseen``: 200 7x7 rooms with 2 boxes (seeds
-        200000..200199). Ids are cheap to list; rooms are generated on first use (~1 ms).
+        ``train``: 10,000 6x6 rooms with 1 box (seeds 0..9999); ``seen``: 200 more rooms from
+        the same distribution, none equal to a train room (seeds from 100000 on, skipping rooms
+        already in train or seen); ``unseen``: 200 7x7 rooms with 2 boxes (seeds
+        200000..200199). Rooms are generated on first use (~0.2 ms); listing ``seen`` generates
+        the train rooms once per process (~2 s). ``content_key`` is the start state.
 
     Version History:
-        v0: initial release.
+        v0: initial release. seed-gym 0.2: split version 2 (``seen`` disjoint from ``train`` by
+        room, not only by seed); steps after the end pay 0.
     """
 
     env_id = ENV_ID
@@ -122,6 +157,10 @@ class SokobanEnv(SeedEnv):
     # --- splits -------------------------------------------------------------------------------
     def manifest(self, split: str) -> SplitManifest:
         return sokoban_manifest(split)
+
+    def content_key(self, task_id: str) -> str:
+        config, seed = parse_task_id(task_id)
+        return generate_room(config, seed).content_key()
 
     # --- state helpers ------------------------------------------------------------------------
     def load_room(self, room: Room, task_id: str = "custom") -> None:

@@ -98,6 +98,13 @@ class Room:
     def start(self) -> State:
         return self.player, self.boxes
 
+    def content_key(self) -> str:
+        """The start state as a string: two rooms with the same key are the same puzzle."""
+        cells = ",".join(str(c) for c in sorted(self.floor))
+        goals = ",".join(str(c) for c in sorted(self.targets))
+        boxes = ",".join(str(c) for c in self.boxes)
+        return f"{self.height}x{self.width}|{cells}|{goals}|{self.player}|{boxes}"
+
 
 def parse_task_id(task_id: str) -> tuple[RoomConfig, int]:
     """``(config, seed)`` of a task id like ``sokoban-6x6-b1-000123``."""

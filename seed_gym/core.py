@@ -69,6 +69,12 @@ class SeedEnv(gym.Env[dict, str]):
             self._task_index = {t: i for i, t in enumerate(self._task_ids)}
         return self._task_ids
 
+    def content_key(self, task_id: str) -> str | None:
+        """What a task *is*, independent of its id (e.g. a room's start state, a question's
+        text); two tasks with the same key are the same task. ``check_env`` uses it to verify
+        that splits are disjoint by content, not only by id. None (the default): not exposed."""
+        return None
+
     def _choose_task(self, options: dict[str, Any] | None) -> str:
         """``options["task_id"]`` if given (must be in this split), else a draw from ``np_random``."""
         ids = self.task_ids

@@ -105,6 +105,15 @@ class LeakySplits(Base):
         return m
 
 
+class SameContentOtherId(Base):
+    """Ids are disjoint but ``secret-5`` (seen) plays the same game as ``secret-6`` (train), the
+    way a generator that draws rooms from overlapping seeds repeats puzzles under new ids."""
+
+    def content_key(self, task_id):
+        n = int(task_id.split("-")[1])
+        return str(6 if n == 5 else n)
+
+
 class UnstableManifest(Base):
     calls = itertools.count()
 
@@ -142,6 +151,7 @@ def test_the_unbroken_example_passes():
         (GarbageIsARefuge, r"unparseable output scores -0.200 .* scores -0.500"),
         (PaysAfterTheEnd, r"after the end paid 1.0; expected 0"),
         (UnstableManifest, r"split manifests are not stable"),
+        (SameContentOtherId, r"'secret-5' \(seen\) has the same content as 'secret-6' \(train\)"),
         (NotASeedEnv, r"must subclass seed_gym.SeedEnv"),
     ],
 )

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import seed_gym
+from seed_gym.checker import check_splits_disjoint_by_content
 from seed_gym.envs.sokoban import SokobanEnv, sokoban_manifest
 from seed_gym.envs.sokoban_rooms import CONFIGS, generate_room, room_for_task, room_from_text
 from seed_gym.envs.sokoban_solver import solve
@@ -107,7 +108,7 @@ def test_task_id_alone_determines_the_room():
 
 
 def test_known_room_is_stable_across_machines():
-    # PCG64 streams are platform independent: this room must never change under split v1
+    # PCG64 streams are platform independent: this room must never change
     room_for_task.cache_clear()
     env = SokobanEnv(split="seen")
     obs, _ = env.reset(options={"task_id": "sokoban-6x6-b1-100170"})
@@ -154,7 +155,7 @@ def test_generated_rooms_are_solvable_within_the_step_limit():
 
 
 # --- splits -------------------------------------------------------------------------------------
-SEEN_HASH_PREFIX = "4d8dd24baf27"  # sha256 of the seen ids, split version 1
+SEEN_HASH_PREFIX = "c2adfbb3dd2f"  # sha256 of the seen ids, split version 2
 
 
 def test_splits_disjoint_sized_and_stable():
@@ -171,6 +172,20 @@ def test_splits_disjoint_sized_and_stable():
     # the hash is over the ids only: pinned so a change to the split is a visible decision
     assert manifests[1].hash == sokoban_manifest.__wrapped__("seen").hash
     assert manifests[1].hash[:12] == SEEN_HASH_PREFIX
+
+
+def test_seen_rooms_are_not_train_rooms():
+    # split version 1 took seeds 100000..100199 and 64 of those rooms were train rooms, e.g.
+    # 100001 is the room of 000255; version 2 skips repeats, so the splits differ by content
+    same = room_for_task("sokoban-6x6-b1-100001").content_key()
+    assert same == room_for_task("sokoban-6x6-b1-000255").content_key()
+    seen = sokoban_manifest("seen").task_ids
+    assert "sokoban-6x6-b1-100001" not in seen and len(seen) == 200
+    env = seed_gym.make(ENV_ID, split="seen")
+    check_splits_disjoint_by_content(env)
+    train = {env.unwrapped.content_key(t) for t in sokoban_manifest("train").task_ids}
+    seen_keys = [env.unwrapped.content_key(t) for t in seen]
+    assert len(set(seen_keys)) == 200 and not train & set(seen_keys)
 
 
 # --- oracle ---------------------------------------------------------------------------------------

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from seed_gym.core import SeedEnv
-from seed_gym.envs.alfworld.engine import NOTHING_HAPPENS, Engine, Frame, Game
+from seed_gym.envs.alfworld.engine import NOTHING_HAPPENS, Engine, Frame, Game, read_json
 from seed_gym.envs.alfworld.generate import GENERATOR_VERSION, TASK_TYPES
 from seed_gym.envs.alfworld.layout import SPLIT_DIRS
 from seed_gym.envs.alfworld.realdata import real_split, resolve_data_dir, source_info
-from seed_gym.splits import SplitManifest
+from seed_gym.splits import SPLITS, SplitManifest
 
 MAX_COMMAND_CHARS = 200
 WIN_REWARD = 10.0
@@ -137,6 +138,16 @@ class ALFWorldEnv(SeedEnv):
         meta = {**self._meta, "task_types": types}
         version = GENERATOR_VERSION if meta.get("source") == "generated" else "json_2.1.1"
         return SplitManifest(self.env_id, split, tuple(games), version=version, meta=meta)
+
+    def content_key(self, task_id: str) -> str:
+        """The game's PDDL problem (initial state and goal), hashed: the same problem under two
+        trial folders is the same game."""
+        for split in SPLITS:
+            game = self._split_games(split).get(task_id)
+            if game is not None:
+                problem = read_json(game.path, "ALFWorld game file").get("pddl_problem", "")
+                return hashlib.sha256(str(problem).encode()).hexdigest()
+        raise ValueError(f"task_id {task_id!r} is in no split of {self.env_id}")
 
     # --- engines ------------------------------------------------------------------------------
     def _engine_for(self, game: Game) -> Engine:

@@ -125,6 +125,10 @@ class SearchQAEnv(SeedEnv):
             meta={"data": self.dataset.name, "datasets": dict(sorted(counts.items()))},
         )
 
+    def content_key(self, task_id: str) -> str:
+        """The question, lowercased with spaces collapsed: asked twice, it is one task."""
+        return " ".join(self.dataset.by_id[task_id].question.lower().split())
+
     # --- the game -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
