@@ -104,8 +104,8 @@ def test_episode_rules(envs):
     obs, info = env.reset(seed=3)
     obs, r, term, trunc, info = env.step(f"<search> {question} </search>")
     text = obs["text"]
-    assert text.startswith("<information>Doc 1: (Title: ") and text.endswith("</information>")
-    assert "Doc 2:" in text and "Doc 4:" not in text and (r, term) == (0.0, False)
+    assert text.startswith('<information>Doc 1(Title: "') and text.endswith("</information>")
+    assert "\nDoc 2(Title: " in text and "Doc 4(" not in text and (r, term) == (0.0, False)
     obs, r, term, trunc, info = env.step("<answer> certainly not this </answer>")
     assert (r, term, info["won"], info["search.em"]) == (0.0, True, False, 0.0)
     obs, r, term, trunc, info = env.step("<answer> again </answer>")
@@ -124,7 +124,7 @@ def test_topk_configurable():
     env = seed_gym.make(ENV_ID, split="seen", topk=5)
     env.reset(seed=0)
     obs, *_ = env.step("<search> city river founded population </search>")
-    assert "Doc 5:" in obs["text"] and "Doc 6:" not in obs["text"]
+    assert "\nDoc 5(Title: " in obs["text"] and "Doc 6(" not in obs["text"]
     with pytest.raises(ValueError, match="topk"):
         seed_gym.make(ENV_ID, topk=0)
 
@@ -223,3 +223,40 @@ def test_closed_book_eval_policy():
     from seed_gym.policies import make_policy
 
     assert isinstance(make_policy("closed_book"), ClosedBookPolicy)
+
+
+def test_information_is_search_r1s_text_byte_for_byte():
+    # wiki-18 rows: contents = the quoted title, a newline, the text. Search-R1 shows the first
+    # line as the title verbatim (quotes kept), no colon after the doc number, one doc per line.
+    from seed_gym.envs.search.corpus import Passage
+    from seed_gym.envs.search.env import format_information
+    from seed_gym.envs.search.retrieval import Hit
+
+    rows = [
+        '"Evan Morris"\nEvan L. Morris (January 26, 1977 \u2013 July 9, 2015) was a lobbyist.',
+        '"Morris Park"\nMorris Park is a neighborhood.\nIt lies in the Bronx.',
+        "no title line",  # a one-line row: all of it is the "title"
+    ]
+    hits = [Hit(Passage.from_contents(str(i), c), 1.0) for i, c in enumerate(rows)]
+    assert format_information(hits) == (
+        '<information>Doc 1(Title: "Evan Morris") Evan L. Morris (January 26, 1977 \u2013 '
+        "July 9, 2015) was a lobbyist.\n"
+        'Doc 2(Title: "Morris Park") Morris Park is a neighborhood.\nIt lies in the Bronx.\n'
+        "Doc 3(Title: no title line)</information>"
+    )
+    # a row with stray spaces is shown as stored, not as re-assembled from title and text
+    odd = Passage.from_contents("9", '"Odd" \n  spaced text ')
+    assert (odd.title, odd.text) == ("Odd", "spaced text")
+    assert format_information([Hit(odd, 0.0)]) == (
+        '<information>Doc 1(Title: "Odd" )   spaced text</information>'
+    )
+
+
+def test_a_huge_answer_is_scored_but_not_echoed_whole(envs):
+    # seed-gym 0.1 put a whole 1 MB <answer> into the observation; queries were already capped
+    env = envs["seen"]
+    env.reset(seed=0)
+    huge = "word " * 200_000
+    obs, r, term, trunc, info = env.step(f"<answer> {huge} </answer>")
+    assert term and info["action_is_valid"] and r == 0.0
+    assert obs["text"].startswith("Your answer: word word") and len(obs["text"]) <= 1_100

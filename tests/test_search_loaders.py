@@ -135,7 +135,7 @@ def test_search_r1_merged_parquet_and_env(tmp_path):
     obs, r, term, trunc, info = env.step(
         env.unwrapped.oracle_action()
     )  # no hops known: searches the question
-    assert obs["text"].startswith("<information>Doc 1: (Title: ")
+    assert obs["text"].startswith('<information>Doc 1(Title: "')
     obs, r, term, trunc, info = env.step(env.unwrapped.oracle_action())
     assert (r, term, info["task_type"]) == (1.0, True, "triviaqa")
 

@@ -43,6 +43,17 @@ def test_f1_hand_worked():
     assert f1_score("the cat cat", "a cat") == pytest.approx(2 / 3)
 
 
+def test_f1_on_golds_that_normalise_to_nothing_is_squad_v1():
+    # SQuAD v1.1's evaluate.py returns 0 when no token is shared, empty answers included
+    # (seed-gym 0.1 scored f1_score("the", ["The"]) as 1.0); exact match still counts them equal
+    assert f1_score("the", ["The"]) == 0.0
+    assert f1_score("", ["!!!"]) == 0.0
+    assert f1_score("Paris", ["The"]) == 0.0
+    assert exact_match("the", ["The"]) == 1.0
+    # another gold can still match
+    assert f1_score("Paris", ["The", "Paris"]) == 1.0
+
+
 @pytest.mark.parametrize(
     "text, kind, content",
     [

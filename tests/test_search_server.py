@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import seed_gym
-from seed_gym.envs.search.retrieval import RemoteRetriever, make_retriever
+from seed_gym.envs.search.corpus import Passage
+from seed_gym.envs.search.protocol import MAX_QUERY_CHARS
+from seed_gym.envs.search.retrieval import Hit, RemoteRetriever, make_retriever
 from seed_gym.envs.search.server import RetrievalServer
 
 
@@ -73,4 +78,99 @@ def test_envs_share_the_server(served):
 
 def test_unreachable_server_is_a_clear_error():
     with pytest.raises(ConnectionError, match="cannot reach the retrieval server"):
-        RemoteRetriever("http://127.0.0.1:9", timeout=2).search(["x"], 3)
+        RemoteRetriever("http://127.0.0.1:9", timeout=2, backoff=0.01).search(["x"], 3)
+
+
+# --- under load and abuse: always an answer, never a reset or a hang ----------------------------
+class Recording:
+    """A retriever that records the queries it is asked and fails its first ``fail`` calls."""
+
+    name = "recording"
+    corpus = ()
+
+    def __init__(self, fail: int = 0):
+        self.fail, self.queries, self.lock = fail, [], threading.Lock()
+
+    def search(self, queries, k):
+        with self.lock:
+            self.queries += queries
+            if self.fail > 0:
+                self.fail -= 1
+                raise RuntimeError("index not loaded yet")
+        return [[Hit(Passage("1", "T", "text"), 1.0)] for _ in queries]
+
+
+def _raw_post(url: str, head: str, body: bytes = b"") -> tuple[int, dict]:
+    """Send bytes as they are (urllib would fix a bad Content-Length) and read the answer; a
+    server that waits for more bytes makes this time out instead of hanging the test."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(f"POST /retrieve HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status = int(data.split(b" ", 2)[1])
+    return status, json.loads(data.split(b"\r\n\r\n", 1)[1])
+
+
+def test_bad_lengths_and_deep_json_get_clean_4xx():
+    server = RetrievalServer(Recording(), port=0).start()
+    try:
+        # -1 made the server read to EOF past the 8 MB cap (the client waited forever)
+        code, answer = _raw_post(server.url, "Content-Length: -1\r\n", b'{"queries": ["x"]}')
+        assert code == 400 and "Content-Length" in answer["error"]
+        code, _ = _raw_post(server.url, "Content-Length: lots\r\n")
+        assert code == 400
+        code, _ = _raw_post(server.url, f"Content-Length: {(8 << 20) + 1}\r\n")
+        assert code == 413
+        # nested JSON raised an uncaught RecursionError: the connection dropped with no answer
+        deep = b"[" * 200_000 + b"]" * 200_000
+        code, answer = _raw_post(server.url, f"Content-Length: {len(deep)}\r\n", deep)
+        assert code == 400 and "nested" in answer["error"]
+    finally:
+        server.close()
+
+
+def test_queries_are_cut_server_side():
+    retriever = Recording()
+    server = RetrievalServer(retriever, port=0).start()
+    try:
+        RemoteRetriever(server.url).search(["q" * 7_000_000, "short"], 1)
+    finally:
+        server.close()
+    assert [len(q) for q in retriever.queries] == [MAX_QUERY_CHARS, 5]
+
+
+def test_fifty_parallel_clients_all_get_answers():
+    # socketserver's listen backlog of 5 reset 43 of 150 such requests
+    server = RetrievalServer(Recording(), port=0).start()
+    assert server.request_queue_size >= 128
+    client = RemoteRetriever(server.url, retries=0)
+    try:
+        with ThreadPoolExecutor(50) as pool:
+            rows = list(pool.map(lambda i: client.search([f"q{i}"], 1), range(150)))
+    finally:
+        server.close()
+    assert len(rows) == 150 and all(r[0][0].passage.title == "T" for r in rows)
+
+
+def test_client_retries_failed_queries_with_backoff():
+    retriever = Recording(fail=2)  # the server answers 500 twice, then results
+    server = RetrievalServer(retriever, port=0).start()
+    try:
+        (row,) = RemoteRetriever(server.url, backoff=0.01).search(["x"], 1)
+        assert row[0].passage.title == "T" and retriever.queries == ["x", "x", "x"]
+        retriever.fail = 5
+        with pytest.raises(RuntimeError, match="answered 500"):
+            RemoteRetriever(server.url, retries=2, backoff=0.01).search(["y"], 1)
+    finally:
+        server.close()
+    # a 4xx is the caller's mistake: not retried
+    server = RetrievalServer(retriever, port=0).start()
+    try:
+        retriever.queries.clear()
+        with pytest.raises(RuntimeError, match="answered 400"):
+            RemoteRetriever(server.url, backoff=0.01).search(["z"], 0)
+        assert retriever.queries == []
+    finally:
+        server.close()

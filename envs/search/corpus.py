@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -19,17 +19,24 @@ class Passage:
     id: str
     title: str
     text: str
+    # the row's ``contents`` when it is not exactly '"title"\ntext' (kept so the agent sees the
+    # corpus bytes, as Search-R1 shows them); None for the usual wiki-18 rows, to save memory
+    raw: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def contents(self) -> str:
-        return f'"{self.title}"\n{self.text}'
+        """The corpus row's ``contents``: as read, or ``"title"\ntext`` for built passages."""
+        return self.raw if self.raw is not None else f'"{self.title}"\n{self.text}'
 
     @classmethod
     def from_contents(cls, id: str, contents: str) -> Passage:
         first, _, rest = contents.partition("\n")
         if not rest:  # a one-line passage has no title line
-            return cls(str(id), "", first.strip())
-        return cls(str(id), first.strip().strip('"'), rest.strip())
+            title, text = "", first.strip()
+        else:
+            title, text = first.strip().strip('"'), rest.strip()
+        canonical = f'"{title}"\n{text}'
+        return cls(str(id), title, text, None if contents == canonical else contents)
 
     def to_row(self) -> dict[str, str]:
         return {"id": self.id, "contents": self.contents}

@@ -10,7 +10,7 @@ import numpy as np
 from seed_gym.core import SeedEnv
 from seed_gym.envs.search.dataset import QADataset, load_dataset
 from seed_gym.envs.search.metrics import exact_match, f1_score, normalize_answer
-from seed_gym.envs.search.protocol import parse_command
+from seed_gym.envs.search.protocol import MAX_QUERY_CHARS, parse_command
 from seed_gym.envs.search.questions import SEARCH_R1_TRAIN, QAItem
 from seed_gym.envs.search.retrieval import Hit, Retriever, make_retriever
 from seed_gym.splits import SplitManifest
@@ -19,13 +19,17 @@ HOW_TO_ACT = "Write <search> query </search> to search, or <answer> answer </ans
 
 
 def format_information(hits: list[Hit]) -> str:
-    """``<information>Doc 1: (Title: …) …\\nDoc 2: …</information>`` as the agent sees it."""
+    """The passages as Search-R1 shows them, byte for byte: its ``_passages2string`` writes
+    ``Doc {i}(Title: {first line of contents}) {the other lines}\\n`` per passage, and the
+    rollout wraps the stripped result as ``<information>…</information>``. On a wiki-18 corpus
+    the first line is the quoted title: ``Doc 1(Title: "Evan Morris") Evan L. Morris …``."""
     if not hits:
         return "<information>No documents matched the query.</information>"
-    docs = "\n".join(
-        f"Doc {i}: (Title: {h.passage.title}) {h.passage.text}" for i, h in enumerate(hits, 1)
-    )
-    return f"<information>{docs}</information>"
+    docs = ""
+    for i, h in enumerate(hits, 1):
+        title, *lines = h.passage.contents.split("\n")
+        docs += f"Doc {i}(Title: {title}) " + "\n".join(lines) + "\n"
+    return f"<information>{docs.strip()}</information>"
 
 
 class SearchQAEnv(SeedEnv):
@@ -38,9 +42,9 @@ class SearchQAEnv(SeedEnv):
     folder (``data=PATH``) runs the paper's seven datasets.
 
     ## Observation
-    ``{"text": str}``: the question after ``reset``; after a search the top-``topk`` passages as
-    ``<information>Doc 1: (Title: …) … Doc 2: …</information>``; after an invalid action a
-    one-line feedback.
+    ``{"text": str}``: the question after ``reset``; after a search the top-``topk`` passages
+    exactly as Search-R1 writes them, ``<information>Doc 1(Title: "…") …\\nDoc 2(Title: …
+    </information>`` (see ``format_information``); after an invalid action a one-line feedback.
 
     ## Actions
     Text holding exactly one ``<search> query </search>`` or ``<answer> … </answer>`` (other text,
@@ -170,7 +174,9 @@ class SearchQAEnv(SeedEnv):
         golds = self._item.golden_answers
         self._em, self._f1 = exact_match(command.content, golds), f1_score(command.content, golds)
         self._done = True
-        self._text = f"Your answer: {command.content}"
+        # echo at most what a query may hold: a 1 MB answer must not become a 1 MB observation
+        shown = command.content[:MAX_QUERY_CHARS]
+        self._text = f"Your answer: {shown}{'…' if shown != command.content else ''}"
         return self._observation(self._text), float(self._em), True, False, self._step_info(True)
 
     def render_text(self) -> str:

@@ -1,7 +1,9 @@
 """Answer scoring as in SQuAD (and Search-R1): normalize, then exact match and token F1.
 
 Normalization lower-cases, drops punctuation, drops the articles a / an / the and collapses
-whitespace. A prediction is scored against every gold answer and the best score counts.
+whitespace. A prediction is scored against every gold answer and the best score counts. F1 follows
+SQuAD v1.1's ``evaluate.py``: a gold that normalises to nothing (``"The"``, ``"!!!"``) scores F1 0
+against every prediction, while its exact match (two empty strings) is 1.
 """
 
 from __future__ import annotations
@@ -34,9 +36,8 @@ def exact_match(prediction: str, gold: str | Iterable[str]) -> float:
 
 
 def _f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
-    # SQuAD scores two empty strings as a match and empty-vs-nonempty as 0
-    if not pred_tokens or not gold_tokens:
-        return float(pred_tokens == gold_tokens)
+    # SQuAD v1.1's evaluate.py: no common token is F1 0, also when both normalise to nothing
+    # (gold "The" or "!!!"); only v2.0 scores two empty answers as a match
     common = Counter(pred_tokens) & Counter(gold_tokens)
     same = sum(common.values())
     if same == 0:

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -267,33 +268,54 @@ def load_faiss_index(path: str | Path, corpus: Corpus, dim: int | None = None):
 class RemoteRetriever:
     """Client of a retrieval server speaking Search-R1's API: ``POST /retrieve`` with
     ``{"queries": [...], "topk": k, "return_scores": true}`` answered by
-    ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}``."""
+    ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}``.
+
+    A query is idempotent, so a refused or reset connection, a timeout or a 5xx answer is
+    retried ``retries`` times, waiting ``backoff``, 2x``backoff``, 4x``backoff``... seconds
+    (a busy server under many workers dropped 3-4 of 150 steps without it); a 4xx is not."""
 
     name = "remote"
 
-    def __init__(self, url: str, *, timeout: float = 60.0):
+    def __init__(self, url: str, *, timeout: float = 60.0, retries: int = 4, backoff: float = 0.2):
         self.url = url.rstrip("/")
         if not self.url.endswith("/retrieve"):
             self.url += "/retrieve"
         self.timeout = timeout
+        self.retries = max(0, int(retries))
+        self.backoff = float(backoff)
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         body = json.dumps(
             {"queries": list(queries), "topk": int(k), "return_scores": True}
         ).encode()
+        for attempt in range(self.retries + 1):
+            try:
+                payload = self._post(body)
+                break
+            except (ConnectionError, _ServerError):
+                if attempt == self.retries:
+                    raise
+                time.sleep(self.backoff * 2**attempt)
+        return [[_hit_from_json(item) for item in row] for row in payload["result"]]
+
+    def _post(self, body: bytes) -> dict:
         request = urllib.request.Request(
             self.url, data=body, headers={"Content-Type": "application/json"}
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                payload = json.loads(response.read())
+                return json.loads(response.read())
         except urllib.error.HTTPError as e:
-            raise RuntimeError(
+            error = _ServerError if e.code >= 500 else RuntimeError
+            raise error(
                 f"retrieval server {self.url} answered {e.code}: {e.read()[:300]!r}"
             ) from None
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError) as e:  # refused, reset, timed out
             raise ConnectionError(f"cannot reach the retrieval server {self.url}: {e}") from None
-        return [[_hit_from_json(item) for item in row] for row in payload["result"]]
+
+
+class _ServerError(RuntimeError):
+    """A 5xx answer: worth retrying, unlike a 4xx."""
 
 
 def _hit_from_json(item: dict) -> Hit:
