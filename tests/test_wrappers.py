@@ -313,3 +313,49 @@ def test_recorder_appends_and_skips_images_for_text_envs(tmp_path):
     lines = [json.loads(x) for x in (tmp_path / "steps.jsonl").read_text().splitlines()]
     assert len(lines) == 2 and all(x["images"] == [] for x in lines)
     assert "messages" not in lines[0]
+
+
+# --- parsing cost -------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<a>", "</a>", "x", "<", "a>", "/", "\n"]), max_size=16))
+def test_linear_tag_scan_equals_the_lazy_regex(pieces):
+    import re
+
+    from seed_gym.wrappers.spec import remove_tag_blocks, tag_blocks
+
+    text = "".join(pieces)
+    assert tag_blocks(text, "a") == re.findall(r"<a>(.*?)</a>", text, re.DOTALL)
+    assert remove_tag_blocks(text, "a") == re.sub(r"<a>(.*?)</a>", " ", text, flags=re.DOTALL)
+
+
+MEGABYTE = 1 << 20
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        # the lazy regexes rescanned to the end from every unclosed tag: "<action>" * 8000 took
+        # 5.4 s and a 1 MB completion about 20 minutes; these return at once
+        "<action>" * (MEGABYTE // 8),
+        "<think>" * (MEGABYTE // 7),
+        "<think>ok</think>" + "<search>" * (MEGABYTE // 8),
+        '{"k":' * (MEGABYTE // 5),
+    ],
+    ids=["action", "think", "search", "json"],
+)
+def test_parsers_refuse_a_megabyte_and_scan_the_rest_in_linear_time(completion):
+    from seed_gym.wrappers.spec import MAX_COMPLETION_CHARS
+    from seed_gym.wrappers.templates import ezpoints, search
+
+    for parse in (parse_think_action, search.parse, ezpoints.parse):
+        parsed = parse(completion)
+        assert not parsed.valid and "over 100,000 characters" in parsed.error
+        # just under the cap the text is parsed, and found invalid, not refused
+        parsed = parse(completion[:MAX_COMPLETION_CHARS])
+        assert not parsed.valid and "characters" not in parsed.error
+    # a long but well-formed completion still parses
+    thought = "x" * (MAX_COMPLETION_CHARS - 100)
+    assert parse_think_action(f"<think>{thought}</think><action>up</action>").action == "up"
+    assert search.parse(f"<think>{thought}</think><search> q </search>").action == (
+        "<search> q </search>"
+    )

@@ -6,7 +6,6 @@ Every registered env names one ``AgentSpec`` (``seed_gym.agent_spec(env_id)``); 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,21 +57,65 @@ class AgentSpec:
     system_prompt: str | None = None
 
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)
+MAX_COMPLETION_CHARS = 100_000
+"""Parsers refuse longer completions (invalid output, the format penalty applies): a model's
+answer is a few thousand characters; a megabyte of text is a runaway generation, not an action."""
+
+
+def tag_spans(text: str, tag: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each ``<tag>…</tag>`` block, left to right, not overlapping: the
+    matches of ``re.finditer(r"<tag>(.*?)</tag>", text, re.DOTALL)``, found in linear time.
+    The lazy regex rescans to the end of the text from every unclosed ``<tag>``, which is
+    quadratic (``"<action>" * 8000`` took 5.4 s; a 1 MB completion about 20 minutes)."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (start := text.find(opening, pos)) != -1:
+        end = text.find(closing, start + len(opening))
+        if end == -1:  # no later opening tag can find a closing one either
+            break
+        pos = end + len(closing)
+        spans.append((start, pos))
+    return spans
+
+
+def tag_blocks(text: str, tag: str) -> list[str]:
+    """The contents of the ``<tag>…</tag>`` blocks (``re.findall`` semantics, linear time)."""
+    inner = len(tag) + 2
+    return [text[a + inner : b - inner - 1] for a, b in tag_spans(text, tag)]
+
+
+def remove_tag_blocks(text: str, tag: str, replacement: str = " ") -> str:
+    """``text`` with every ``<tag>…</tag>`` block replaced (``re.sub`` semantics, linear time)."""
+    parts, pos = [], 0
+    for a, b in tag_spans(text, tag):
+        parts += [text[pos:a], replacement]
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def too_long(completion: str) -> ParsedAction | None:
+    """The invalid parse of a completion over ``MAX_COMPLETION_CHARS``, else None."""
+    if len(completion) <= MAX_COMPLETION_CHARS:
+        return None
+    return ParsedAction(None, False, error=f"completion over {MAX_COMPLETION_CHARS:,} characters")
 
 
 def parse_think_action(completion: str) -> ParsedAction:
     """``<think>...</think>`` then exactly one ``<action>...</action>``; anything else is invalid.
 
     As in the reference suite, an action counts only when both tags are present and well formed.
-    Engines must therefore keep the stop string (``</action>``) in the completion.
+    Engines must therefore keep the stop string (``</action>``) in the completion. Linear time;
+    completions over ``MAX_COMPLETION_CHARS`` are invalid.
     """
     if not isinstance(completion, str):
         return ParsedAction(None, False, error="completion is not text")
+    if (refused := too_long(completion)) is not None:
+        return refused
     text = completion
-    thoughts = _THINK.findall(text)
-    actions = _ACTION.findall(text)
+    thoughts = tag_blocks(text, "think")
+    actions = tag_blocks(text, "action")
     if len(thoughts) != 1:
         return ParsedAction(None, False, error="expected one <think>...</think> block")
     if len(actions) != 1:

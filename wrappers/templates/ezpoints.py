@@ -11,7 +11,13 @@ import json
 import re
 from typing import Any
 
-from seed_gym.wrappers.spec import AgentSpec, ParsedAction, PromptContext, parse_think_action
+from seed_gym.wrappers.spec import (
+    AgentSpec,
+    ParsedAction,
+    PromptContext,
+    parse_think_action,
+    too_long,
+)
 
 IMAGE = "<image>"
 
@@ -77,16 +83,24 @@ def render_json(ctx: PromptContext) -> str:
 _FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
 
 
+MAX_JSON_STARTS = 64
+"""Braces tried as the start of a JSON object. Each try may scan to the end of the text, so an
+unbounded number made ``'{"k":' * 20_000`` quadratic; an answer's object comes early."""
+
+
 def _json_objects(text: str):
     decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch == "{":
-            try:
-                obj, _ = decoder.raw_decode(text, i)
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                yield obj
+    i = text.find("{")
+    for _ in range(MAX_JSON_STARTS):
+        if i == -1:
+            return
+        try:
+            obj, _ = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):  # deep nesting is garbage too, not a crash
+            obj = None
+        if isinstance(obj, dict):
+            yield obj
+        i = text.find("{", i + 1)
 
 
 def _token(value: Any) -> str | None:
@@ -103,6 +117,8 @@ def parse(completion: str) -> ParsedAction:
     optional ``thoughts``), possibly inside a ```json fence or surrounded by prose. The action
     may be a string or a number; quotes around it are dropped."""
     tagged = parse_think_action(completion)
+    if isinstance(completion, str) and too_long(completion) is not None:
+        return tagged
     if tagged.valid:
         token = _token(tagged.action)
         if token is None:

@@ -12,13 +12,17 @@ only ``<answer>`` is valid.
 
 from __future__ import annotations
 
-import re
-
 from seed_gym.envs.search.protocol import parse_command
-from seed_gym.wrappers.spec import AgentSpec, ParsedAction, PromptContext
+from seed_gym.wrappers.spec import (
+    AgentSpec,
+    ParsedAction,
+    PromptContext,
+    remove_tag_blocks,
+    tag_blocks,
+    too_long,
+)
 
 TASK_MARKER = "Your question:"
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL)
 
 INTRO = "You are an expert agent tasked with answering the given question step-by-step."
 CLOSING = """Now it's your turn to respond for the current step.
@@ -68,16 +72,19 @@ def render_closed_book(ctx: PromptContext) -> str:
 
 
 def _thought(text: str) -> str | None:
-    m = _THINK.search(text)
-    return m.group(1).strip() if m else None
+    thoughts = tag_blocks(text, "think")
+    return thoughts[0].strip() if thoughts else None
 
 
 def parse(completion: str) -> ParsedAction:
-    """Exactly one ``<search>`` or ``<answer>`` tag (``<think>`` allowed, not required)."""
+    """Exactly one ``<search>`` or ``<answer>`` tag (``<think>`` allowed, not required).
+    Linear time; completions over ``MAX_COMPLETION_CHARS`` are invalid."""
     if not isinstance(completion, str):
         return ParsedAction(None, False, error="completion is not text")
+    if (refused := too_long(completion)) is not None:
+        return refused
     # a tag quoted inside the reasoning is not an action
-    command = parse_command(_THINK.sub(" ", completion))
+    command = parse_command(remove_tag_blocks(completion, "think"))
     if not command.valid:
         return ParsedAction(None, False, thought=_thought(completion), error=command.error)
     return ParsedAction(command.render(), True, thought=_thought(completion))
