@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from seed_gym import stats
+from seed_gym.trajlog import json_line
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -228,7 +229,7 @@ def _rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            f.write(json_line(r))
     tmp.replace(path)
 
 
@@ -435,7 +436,7 @@ def evaluate(
                 ),
             )
         if log is not None:
-            log.write(json.dumps(record, ensure_ascii=False) + "\n")
+            log.write(json_line(record))
             log.flush()
         records.append(record)
         bar.update(1)

@@ -39,6 +39,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import gymnasium as gym
 import numpy as np
 
+from seed_gym.trajlog import clean_text
+
 
 @runtime_checkable
 class Policy(Protocol):
@@ -400,6 +402,7 @@ class OpenAIPolicy:
             text = str(payload["choices"][0]["message"]["content"] or "")
         except (KeyError, IndexError, TypeError) as e:
             raise RuntimeError(f"malformed completion from {self.base}: {payload!r:.300}") from e
+        text = clean_text(text)  # a JSON "\\ud800" decodes to a lone surrogate: unwritable
         # OpenAI servers drop the matched stop string; the agent parser needs it back
         finish = payload["choices"][0].get("finish_reason")
         if finish == "stop" and stop and not any(text.endswith(s) for s in stop):

@@ -36,6 +36,23 @@ FORMAT = "seed-gym/trajectory-v1"
 TRAJ_DIR = "trajectories"
 
 
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD. A model server's JSON may hold
+    ``"\\ud800"``, which decodes to a ``str`` that UTF-8 cannot encode: written as is it raised
+    ``UnicodeEncodeError`` mid-eval and left an empty ``episodes.jsonl``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # UTF-16 with surrogatepass joins any valid pair; "replace" turns lone halves into U+FFFD
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def json_line(record: Any) -> str:
+    """One JSON line (UTF-8 kept readable, lone surrogates made writable), newline included."""
+    return clean_text(json.dumps(record, ensure_ascii=False)) + "\n"
+
+
 def iteration_path(run_dir: str | Path, iteration: int) -> Path:
     """``RUN_DIR/trajectories/iter_{iteration:06d}.jsonl``."""
     return Path(run_dir) / TRAJ_DIR / f"iter_{int(iteration):06d}.jsonl"
@@ -219,7 +236,7 @@ def write_trajectories(
                 iteration=iteration,
                 split=split,
             )
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.write(json_line(record))
     os.replace(tmp, path)
     return path
 
@@ -229,7 +246,7 @@ def append_trajectory(path: str | Path, record: dict[str, Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.write(json_line(record))
         f.flush()
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from seed_gym.trajlog import json_line
 
 
 def _jsonable(value: Any) -> Any:
@@ -98,7 +99,7 @@ class EpisodeRecorder(gym.Wrapper):
         record.update({k: v for k, v in info.items() if "." in k})
         if self.record_prompts:
             record["messages"] = self._obs.get("messages")
-        self._file.write(json.dumps(_jsonable(record), ensure_ascii=False) + "\n")
+        self._file.write(json_line(_jsonable(record)))
         self._file.flush()
         self._obs, self._info = obs, info
         return obs, reward, terminated, truncated, info
