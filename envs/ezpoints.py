@@ -183,12 +183,12 @@ class EZPointsEnv(SeedEnv):
         return ("Formula: " + " ".join(self._formula)).rstrip()
 
     def render_text(self) -> str:
-        assert self._cards is not None, "call reset() first"
+        self._require_reset(self._cards is not None)
         a, b = self._cards
         return f"Cards: the {a.name} and the {b.name}.\n{self.formula_text()}"
 
     def render_image(self) -> np.ndarray:
-        assert self._cards is not None, "call reset() first"
+        self._require_reset(self._cards is not None)
         return table_image(self._cards, self.formula_text(), IMAGE_SIZE)
 
     def _obs(self, feedback: str = "") -> dict[str, Any]:
@@ -264,7 +264,7 @@ class EZPointsEnv(SeedEnv):
     # --- policies -----------------------------------------------------------------------------
     def solutions(self) -> list[list[str]]:
         """Every winning token sequence (both orders, ``+`` and ``*``), ``=`` included."""
-        assert self._cards is not None, "call reset() first"
+        self._require_reset(self._cards is not None)
         a, b = (str(c.value) for c in self._cards)
         out = []
         for x, y in ((a, b), (b, a)):
@@ -283,7 +283,7 @@ class EZPointsEnv(SeedEnv):
         return "="
 
     def privileged_info(self) -> dict[str, Any]:
-        assert self._cards is not None
+        self._require_reset(self._cards is not None)
         plans = self.solutions()
         return {
             "solution": " ".join(plans[0]),

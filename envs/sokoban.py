@@ -176,7 +176,7 @@ class SokobanEnv(SeedEnv):
     def codes(self) -> np.ndarray:
         """``(H, W)`` tile codes of the current state (gym-sokoban's ``room_state`` codes, plus
         6 for the player on a target)."""
-        assert self._room is not None and self._state is not None, "call reset() first"
+        self._require_reset(self._room is not None and self._state is not None)
         room = self._room
         grid = room.fixed().ravel()
         for b in self._state[1]:
@@ -186,7 +186,7 @@ class SokobanEnv(SeedEnv):
         return grid.reshape(room.height, room.width)
 
     def boxes_on_target(self) -> int:
-        assert self._room is not None and self._state is not None
+        self._require_reset(self._room is not None and self._state is not None)
         return sum(b in self._room.targets for b in self._state[1])
 
     def _solved(self) -> bool:
@@ -259,7 +259,7 @@ class SokobanEnv(SeedEnv):
     # --- policies -----------------------------------------------------------------------------
     def solution(self) -> list[str] | None:
         """An optimal action sequence from the current state (None if the room got stuck)."""
-        assert self._room is not None and self._state is not None, "call reset() first"
+        self._require_reset(self._room is not None and self._state is not None)
         if self._state not in self._plan_cache:
             room = self._room
             plan = solve(room.floor, room.targets, self._state, room.width)
@@ -280,7 +280,7 @@ class SokobanEnv(SeedEnv):
         return plan[0] if plan else "up"
 
     def privileged_info(self) -> dict[str, Any]:
-        assert self._room is not None
+        self._require_reset(self._room is not None)
         plan = self.solution()
         return {
             "solution": plan,

@@ -115,6 +115,12 @@ class SeedEnv(gym.Env[dict, str]):
         info.update(extras)
         return info
 
+    def _require_reset(self, ready: bool) -> None:
+        """Raise ``RuntimeError`` unless an episode is loaded (``ready``): an ``assert`` would
+        vanish under ``python -O`` and leave a ``TypeError`` deeper down."""
+        if not ready:
+            raise RuntimeError(f"call reset() before using {type(self).__name__}")
+
     @staticmethod
     def _as_action(action: Any) -> str | None:
         """The action as a stripped string, or None for non-strings (which are invalid input)."""

@@ -225,6 +225,17 @@ def _read_valid_jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path) if path.exists() else []
 
 
+def _episode_key(record: Any) -> tuple[str, int] | None:
+    """``(task_id, sample)`` of an episode record; None for a line that parses as JSON but is
+    not one (a stray ``[1, 2]`` or ``{}`` used to crash the rerun with a KeyError)."""
+    if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+        return None
+    sample = record.get("sample", 0)
+    if isinstance(sample, bool) or not isinstance(sample, int):
+        return None
+    return record["task_id"], sample
+
+
 def _rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
@@ -324,7 +335,16 @@ def evaluate(
             for p in (ep_path, traj_path, out_dir / "results.json", cfg_path):
                 p.unlink(missing_ok=True)
         if cfg_path.exists():
-            previous = json.loads(cfg_path.read_text())
+            try:
+                previous = json.loads(cfg_path.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                previous = None  # a corrupt config cannot vouch for the episodes beside it
+            if previous is None or not isinstance(previous, dict):
+                envs[0].close()
+                policy.close()
+                raise SystemExit(
+                    f"seed-gym eval: {cfg_path} is corrupt; use another --out or pass --overwrite"
+                )
             if previous != config:
                 diff = sorted(
                     x for x in set(previous) | set(config) if previous.get(x) != config.get(x)
@@ -345,17 +365,13 @@ def evaluate(
         cfg_path.write_text(json.dumps(config, indent=2) + "\n")
         wanted = {(t, j): idx for idx, t, j in units}
         for r in _read_valid_jsonl(ep_path):
-            key = (r["task_id"], int(r.get("sample", 0)))
+            key = _episode_key(r)
             if key in wanted:
                 done[key] = r
         # drop the partial last line (and anything this config does not ask for)
         _rewrite_jsonl(ep_path, list(done.values()))
         if traj_path.exists():
-            kept = [
-                r
-                for r in _read_valid_jsonl(traj_path)
-                if (r["task_id"], int(r.get("sample", 0))) in done
-            ]
+            kept = [r for r in _read_valid_jsonl(traj_path) if _episode_key(r) in done]
             _rewrite_jsonl(traj_path, kept)
     resumed = len(done)
     todo = [u for u in units if (u[1], u[2]) not in done]

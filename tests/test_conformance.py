@@ -122,3 +122,31 @@ def test_agent_env_never_raises_on_garbage_completions(env_id):
         run()
     finally:
         env.close()
+
+
+_BEFORE_RESET = """
+import seed_gym
+for env_id in ("seed_gym/Sokoban-v0", "seed_gym/EZPoints-v0", "seed_gym/WebShop-v0"):
+    raw = seed_gym.make(env_id, split="unseen").unwrapped
+    for name in ("step", "render_text", "oracle_action", "privileged_info"):
+        call = getattr(raw, name)
+        try:
+            call("up") if name == "step" else call()
+        except RuntimeError as e:
+            assert "reset()" in str(e), (env_id, name, e)
+        else:
+            assert name == "privileged_info", (env_id, name, "no error")
+print("ok")
+"""
+
+
+def test_use_before_reset_raises_runtime_error_even_under_python_O():
+    # Sokoban / EZPoints / WebShop guarded these with assert: under -O a TypeError or
+    # AttributeError surfaced instead of the RuntimeError the other envs raise
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", _BEFORE_RESET], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -201,6 +201,22 @@ def test_resume_refuses_a_different_config(tmp_path):
     assert res["success_rate"] == 1.0 and res["resumed_episodes"] == 0
 
 
+def test_resume_skips_json_lines_that_are_not_episodes(tmp_path):
+    # a valid-JSON line that is not an episode record made the rerun raise KeyError / TypeError
+    evaluate(GUESS_ID, "seen", "oracle", episodes=3, out=tmp_path, progress=False, n_boot=10)
+    log = tmp_path / "episodes.jsonl"
+    kept = log.read_text()
+    strays = ["[1, 2]", "{}", "5", '{"task_id": 7}', '{"task_id": "x", "sample": "0"}', "null"]
+    log.write_text(kept + "\n".join(strays) + "\n")
+    res = evaluate(GUESS_ID, "seen", "oracle", episodes=3, out=tmp_path, progress=False)
+    assert res["episodes"] == 3 and res["resumed_episodes"] == 3
+    assert log.read_text() == kept
+    # a corrupt eval_config.json is named, not a JSONDecodeError traceback
+    (tmp_path / "eval_config.json").write_text("{trunc")
+    with pytest.raises(SystemExit, match="eval_config.json is corrupt"):
+        evaluate(GUESS_ID, "seen", "oracle", episodes=3, out=tmp_path, progress=False)
+
+
 def test_resume_after_kill_neither_redoes_nor_loses_episodes(tmp_path):
     """Kill a running eval (SIGKILL), tear its last line in half, rerun: the result equals an
     uninterrupted run's and the episodes finished before the kill are kept as they were."""

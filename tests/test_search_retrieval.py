@@ -86,6 +86,21 @@ def test_bm25_query_without_known_terms_returns_nothing(small_kb, tmp_path, monk
     assert r.search(["the of a", "zzzqqq"], 3) == [[], []]
 
 
+def test_a_truncated_bm25_index_is_named_and_rebuilt(small_kb, tmp_path, monkeypatch):
+    # seed-gym 0.1 raised numpy's "cannot reshape array" without naming the file, every time
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
+    corpus = small_kb[0]
+    first = BM25Retriever(corpus)
+    expected = first.search(["river city"], 3)
+    (data,) = list(tmp_path.glob("search/index/bm25-*/data.csc.index.npy"))
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    with pytest.warns(UserWarning, match=f"BM25 index {data.parent} is unreadable"):
+        again = BM25Retriever(corpus)
+    assert again.built and again.search(["river city"], 3) == expected
+    # the rebuilt index was published: the next load reads it
+    assert not BM25Retriever(corpus).built
+
+
 def test_env_with_dense_retriever(small_kb, tmp_path, monkeypatch):
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
     corpus, questions = small_kb

@@ -312,3 +312,27 @@ def test_agent_env_prompt():
     obs, reward, *_, info = agent.step("no tags")
     assert not info["format_valid"] and reward == -spec.invalid_penalty
     agent.close()
+
+
+# --- the site -----------------------------------------------------------------------------------
+def test_site_sessions_expire_and_are_capped():
+    # sessions never expired before (~626 bytes each): a long-running site grew without bound
+    from seed_gym.envs.webshop.site import create_app
+
+    now = [0.0]
+    app = create_app(max_sessions=3, session_ttl=60.0, clock=lambda: now[0])
+    client = app.test_client()
+    store = app.config["SEED_GYM_SESSIONS"]
+
+    def start() -> str:
+        return client.get("/").headers["Location"].rsplit("/", 1)[-1]
+
+    ids = [start() for _ in range(4)]
+    assert len(store) == 3 and client.get(f"/session/{ids[0]}").status_code == 404
+    now[0] = 50.0
+    assert client.get(f"/session/{ids[1]}/text").status_code == 200  # used: kept alive
+    now[0] = 100.0  # ids[2] and ids[3] idle for 100 s, ids[1] for 50 s
+    assert client.get(f"/session/{ids[1]}").status_code == 200
+    assert client.get(f"/session/{ids[2]}").status_code == 404
+    assert client.get(f"/session/{ids[3]}").status_code == 404
+    assert len(store) == 1

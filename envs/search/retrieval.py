@@ -9,6 +9,7 @@ parallel workers never read half an index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -19,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -74,9 +76,10 @@ class BM25Retriever:
         self._lock = threading.Lock()  # bm25s retrieval is not documented as thread-safe
         folder = _index_dir("bm25", corpus)
         if cache and (folder / "params.index.json").exists():
-            self.index = bm25s.BM25.load(folder, show_progress=False)
-            self.built = False
-            return
+            index = self._load(folder)
+            if index is not None:
+                self.index, self.built = index, False
+                return
         tokens = bm25s.tokenize(
             [f"{p.title} {p.text}" for p in corpus],
             stopwords="en",
@@ -90,6 +93,27 @@ class BM25Retriever:
             tmp = folder.with_name(f"{folder.name}.tmp-{uuid.uuid4().hex[:8]}")
             self.index.save(tmp, show_progress=False)
             _publish(tmp, folder)
+
+    def _load(self, folder: Path):
+        """The cached index, or None (after a warning naming it, moved out of the way) when it
+        cannot be read or does not match the corpus, so it is rebuilt instead of failing with
+        a numpy error that names no file."""
+        try:
+            index = self._bm25s.BM25.load(folder, show_progress=False)
+            n_docs = index.scores.get("num_docs") if isinstance(index.scores, dict) else None
+            if n_docs is not None and int(n_docs) != len(self.corpus):
+                raise ValueError(f"it indexes {n_docs} passages, the corpus has {len(self.corpus)}")
+            return index
+        except Exception as e:  # noqa: BLE001 - truncated .npy, corrupt json, foreign files
+            warnings.warn(
+                f"BM25 index {folder} is unreadable ({type(e).__name__}: {e}); rebuilding it",
+                stacklevel=3,
+            )
+            aside = folder.with_name(f"{folder.name}.corrupt-{uuid.uuid4().hex[:8]}")
+            with contextlib.suppress(OSError):  # another process moved it already
+                os.rename(folder, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+            return None
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         k = min(k, len(self.corpus))

@@ -196,12 +196,12 @@ class WebShopEnv(SeedEnv):
         )
 
     def render_text(self) -> str:
-        assert self.session is not None
+        self._require_reset(self.session is not None)
         return self.engine.view(self.session).text()
 
     # --- policies -----------------------------------------------------------------------------
     def oracle_action(self) -> str:
-        assert self.session is not None
+        self._require_reset(self.session is not None)
         return self.engine.oracle_action(self.session)
 
     def sample_action(self, rng: np.random.Generator, admissible_actions: list[str] | None) -> str:

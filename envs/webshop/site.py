@@ -8,7 +8,9 @@ the server applies it with ``Engine.act`` and redirects back to the session's pa
 Routes: ``GET /`` starts a session (``?task_id=...`` for a given goal, else a random goal of the
 split) and redirects to ``/session/<id>``; ``GET /session/<id>`` shows the current page;
 ``POST /session/<id>`` performs ``action`` (or searches ``query``); ``GET /session/<id>/text``
-returns the agent's text view of the same page.
+returns the agent's text view of the same page. Sessions live in memory and expire: one unused
+for ``session_ttl`` seconds is dropped, and beyond ``max_sessions`` the least recently used go
+first (they never expired before, ~626 bytes each, so a long-running site grew without bound).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 import html
 import secrets
 import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -116,9 +121,54 @@ def render_page(page: Page, session_id: str) -> str:
     )
 
 
-def create_app(env_kwargs: dict[str, Any] | None = None, split: str = "seen", seed: int = 0):
+class SessionStore:
+    """Sessions by id, least recently used first; expired ones are dropped as others arrive.
+    Not thread-safe by itself: the app holds its lock around every call."""
+
+    def __init__(self, max_sessions: int, ttl: float, clock: Callable[[], float]):
+        if max_sessions < 1 or ttl <= 0:
+            raise ValueError("max_sessions must be >= 1 and session_ttl > 0")
+        self.max_sessions, self.ttl, self.clock = max_sessions, ttl, clock
+        self._items: OrderedDict[str, tuple[Session, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            oldest, (_, used) = next(iter(self._items.items()))
+            if now - used <= self.ttl and len(self._items) <= self.max_sessions:
+                break
+            del self._items[oldest]
+
+    def add(self, session_id: str, session: Session) -> None:
+        now = self.clock()
+        self._items[session_id] = (session, now)
+        self._expire(now)
+
+    def get(self, session_id: str) -> Session | None:
+        now = self.clock()
+        self._expire(now)
+        item = self._items.get(session_id)
+        if item is None:
+            return None
+        self._items[session_id] = (item[0], now)
+        self._items.move_to_end(session_id)
+        return item[0]
+
+
+def create_app(
+    env_kwargs: dict[str, Any] | None = None,
+    split: str = "seen",
+    seed: int = 0,
+    *,
+    max_sessions: int = 10_000,
+    session_ttl: float = 3600.0,
+    clock: Callable[[], float] = time.monotonic,
+):
     """A Flask app serving the WebShop site over the catalog ``env_kwargs`` selects (the
-    ``WebShopEnv`` keyword arguments ``num_products``, ``catalog_seed``, ``data_dir`` ...)."""
+    ``WebShopEnv`` keyword arguments ``num_products``, ``catalog_seed``, ``data_dir`` ...).
+    At most ``max_sessions`` sessions are kept; one idle for ``session_ttl`` seconds expires."""
     try:
         from flask import Flask, Response, abort, redirect, request
     except ImportError as e:  # pragma: no cover - depends on the install
@@ -130,7 +180,7 @@ def create_app(env_kwargs: dict[str, Any] | None = None, split: str = "seen", se
     catalog = env.catalog
     task_ids = env.task_ids
     rng = np.random.default_rng(seed)
-    sessions: dict[str, Session] = {}
+    sessions = SessionStore(max_sessions, session_ttl, clock)
     lock = threading.Lock()
 
     app = Flask("seed_gym_webshop")
@@ -138,7 +188,7 @@ def create_app(env_kwargs: dict[str, Any] | None = None, split: str = "seen", se
     def _session(session_id: str) -> Session:
         s = sessions.get(session_id)
         if s is None:
-            abort(404, description="no such session; start one at /")
+            abort(404, description="no such session (or it expired); start one at /")
         return s
 
     @app.get("/")
@@ -150,7 +200,7 @@ def create_app(env_kwargs: dict[str, Any] | None = None, split: str = "seen", se
             if task_id not in catalog.goals_by_id:
                 abort(404, description=f"no goal {task_id!r}")
             session_id = secrets.token_hex(8)
-            sessions[session_id] = Session(goal=catalog.goals_by_id[task_id])
+            sessions.add(session_id, Session(goal=catalog.goals_by_id[task_id]))
         return redirect(f"/session/{session_id}")
 
     @app.get("/session/<session_id>")
@@ -176,4 +226,5 @@ def create_app(env_kwargs: dict[str, Any] | None = None, split: str = "seen", se
             engine.act(_session(session_id), action)
         return redirect(f"/session/{session_id}", code=303)
 
+    app.config["SEED_GYM_SESSIONS"] = sessions  # for tests and monitoring
     return app
