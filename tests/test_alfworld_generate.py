@@ -272,3 +272,42 @@ def test_train_size_setting(monkeypatch):
         monkeypatch.setenv(build.TRAIN_ENV_VAR, bad)
         with pytest.raises(ValueError, match=build.TRAIN_ENV_VAR):
             build.default_train_size()
+
+
+# --- first-use build from a user script ---------------------------------------------------------
+UNGUARDED_SCRIPT = """
+import json, sys
+from seed_gym.envs.alfworld.build import build_suite, read_manifest
+
+# no `if __name__ == "__main__":` guard, as in a quick user script
+root = build_suite(n_train=2, n_seen=1, n_unseen=1, root=sys.argv[1] if len(sys.argv) > 1 else ROOT, workers=2)
+m = read_manifest(root)
+print(json.dumps({s: len(m["splits"][s]["games"]) for s in ("train", "seen", "unseen")}))
+"""
+
+
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_first_use_build_from_an_unguarded_script_finishes(how, tmp_path):
+    # seed-gym 0.1 built with a spawn pool inside the caller: its workers re-ran this script,
+    # called build_suite again and blocked on the lock the parent held (from stdin they
+    # respawned endlessly), so the script never finished
+    import subprocess
+    import sys
+
+    root = tmp_path / "suite"
+    script = UNGUARDED_SCRIPT.replace("ROOT", repr(str(root)))
+    if how == "file":
+        path = tmp_path / "user_script.py"
+        path.write_text(script)
+        run = subprocess.run(
+            [sys.executable, str(path), str(root)], capture_output=True, text=True, cwd=tmp_path
+        )
+    else:
+        run = subprocess.run(
+            [sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"train": 2, "seen": 1, "unseen": 1}
+    # progress reached the caller's stderr
+    assert "building the ALFWorld suite in a subprocess" in run.stderr
+    assert "building 4 ALFWorld games" in run.stderr

@@ -19,6 +19,12 @@ plan, executed command by command through the engine, ends with ``won``. A rejec
 (malformed, ``SystemExit`` from the translator, unsolved) is replaced by the next draw of the same
 index and counted in the manifest. The build also stores each game's PDDL translation
 (~100 KB), so the first reset of a game is fast in any process.
+
+A parallel build runs in a process of its own (``python -m seed_gym.envs.alfworld.build``), never
+with a pool inside the caller: ``spawn`` workers import the caller's ``__main__``, and a user
+script without an ``if __name__ == "__main__"`` guard then called ``make`` again in every worker,
+which blocked on the build lock the parent held (from stdin the workers respawned endlessly).
+The builder's own ``__main__`` is guarded, so its pool is safe; its progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -261,6 +268,11 @@ def build_suite(
     """
     root = Path(root) if root is not None else default_root()
     want = {"train": n_train or default_train_size(), "seen": n_seen, "unseen": n_unseen}
+    parallel = (workers if workers is not None else os.cpu_count() or 1) > 1
+    if parallel and not _IN_BUILDER:
+        if force or _missing(root, want):
+            _build_in_subprocess(root, want, force=force, workers=workers, verbose=verbose)
+        return root
     with _locked(root):
         manifest = None if force else read_manifest(root)
         if force and (root / "json_2.1.1").exists():
@@ -292,6 +304,52 @@ def build_suite(
                 flush=True,
             )
     return root
+
+
+_IN_BUILDER = False  # True in ``python -m seed_gym.envs.alfworld.build``, whose pool is safe
+
+
+def _missing(root: Path, want: dict[str, int]) -> bool:
+    manifest = read_manifest(root)
+    if manifest is None:
+        return True
+    return any(len(manifest["splits"][s]["games"]) < want[s] for s in SPLIT_DIRS)
+
+
+def _build_in_subprocess(
+    root: Path, want: dict[str, int], *, force: bool, workers: int | None, verbose: bool
+) -> None:
+    """Run the build as ``python -m seed_gym.envs.alfworld.build`` and wait for it. The child
+    takes the build lock itself, so concurrent callers queue on it instead of deadlocking."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "seed_gym.envs.alfworld.build",
+        "--root",
+        str(root),
+        "--train",
+        str(want["train"]),
+        "--seen",
+        str(want["seen"]),
+        "--unseen",
+        str(want["unseen"]),
+    ]
+    cmd += ["--workers", str(workers)] if workers else []
+    cmd += ["--force"] if force else []
+    cmd += [] if verbose else ["--quiet"]
+    if verbose:
+        print(
+            f"[seed-gym] first use: building the ALFWorld suite in a subprocess ({' '.join(cmd[1:4])})",
+            file=sys.stderr,
+            flush=True,
+        )
+    # stderr is inherited: the builder's progress lines reach the caller's terminal
+    rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL).returncode
+    if rc != 0 or _missing(root, want):
+        raise RuntimeError(
+            f"building the ALFWorld suite into {root} failed (exit code {rc}); its messages are "
+            f"above. Rerun it alone with: {' '.join(cmd)}"
+        )
 
 
 def _write_manifest(
@@ -354,3 +412,38 @@ def suite_games(root: Path, split: str, n: int | None = None) -> list[dict]:
         return []
     games = manifest["splits"][split]["games"]
     return games if n is None else games[:n]
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    global _IN_BUILDER
+    _IN_BUILDER = True
+    p = argparse.ArgumentParser(
+        prog="python -m seed_gym.envs.alfworld.build", description="Build the ALFWorld suite."
+    )
+    p.add_argument("--root", help="suite folder (default: the cache)")
+    p.add_argument(
+        "--train", type=int, default=None, help=f"train games (default: ${TRAIN_ENV_VAR})"
+    )
+    p.add_argument("--seen", type=int, default=SPLIT_SIZES["seen"])
+    p.add_argument("--unseen", type=int, default=SPLIT_SIZES["unseen"])
+    p.add_argument("--workers", type=int, default=None, help="processes (default: CPUs)")
+    p.add_argument("--force", action="store_true", help="rebuild every game")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    root = build_suite(
+        force=args.force,
+        n_train=args.train,
+        n_seen=args.seen,
+        n_unseen=args.unseen,
+        root=args.root,
+        workers=args.workers,
+        verbose=not args.quiet,
+    )
+    print(root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
