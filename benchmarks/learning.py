@@ -215,6 +215,88 @@ def bootstrap_mean_ci(values: np.ndarray, *, seed: int = 0, n_boot: int = 2000) 
     return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
 
 
+def eval_episodes(run_dir: Path, split: str) -> dict[int, list[dict[str, Any]]]:
+    """iteration -> the episodes of that eval (``RUN_DIR/evals/iter_NNNN-SPLIT.jsonl``)."""
+    out = {}
+    for path in sorted((run_dir / "evals").glob(f"iter_*-{split}.jsonl")):
+        iteration = int(path.name[len("iter_") :].split("-")[0])
+        out[iteration] = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return out
+
+
+def task_success(episodes: list[dict[str, Any]]) -> dict[str, float]:
+    """task id -> mean success over its eval samples."""
+    by_task: dict[str, list[float]] = {}
+    for e in episodes:
+        by_task.setdefault(e["task_id"], []).append(float(e["won"]))
+    return {t: float(np.mean(v)) for t, v in by_task.items()}
+
+
+def cluster_bootstrap_ci(
+    values: np.ndarray, clusters: list[Any], *, seed: int = 0, n_boot: int = 4000
+) -> list[float]:
+    """95% percentile interval of the mean of ``values``, resampling whole clusters (a
+    (seed, task) pair: its samples are not independent)."""
+    keys = sorted(set(clusters), key=str)
+    groups = [values[[c == k for c in clusters]] for k in keys]
+    sums = np.array([g.sum() for g in groups])
+    counts = np.array([len(g) for g in groups])
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(keys), size=(n_boot, len(keys)))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
+
+
+def paired_table(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    """Success at the first and last eval of every run, paired by (seed, eval task):
+
+    - ``gain``: last minus first eval of the same run (same tasks, env seeds and sampling seeds),
+      per algorithm, with a 95% interval from a bootstrap over (seed, task) clusters;
+    - ``vs``: each algorithm minus the first one at the last eval (runs of one seed share tasks).
+    """
+    table: dict[str, Any] = {"gain": {}, "vs": {}}
+    last_by: dict[tuple[str, str], dict[tuple[int, str], float]] = {}
+    for split in ("seen", "unseen"):
+        for algo in algos:
+            diffs, clusters, firsts, lasts, per_seed = [], [], [], [], {}
+            for seed in seeds:
+                evals = eval_episodes(out / "runs" / f"{algo}-s{seed}", split)
+                if len(evals) < 2:
+                    continue
+                first, last = task_success(evals[min(evals)]), task_success(evals[max(evals)])
+                tasks = sorted(set(first) & set(last))
+                d = [last[t] - first[t] for t in tasks]
+                diffs += d
+                clusters += [(seed, t) for t in tasks]
+                firsts += [first[t] for t in tasks]
+                lasts += [last[t] for t in tasks]
+                per_seed[str(seed)] = float(np.mean(d)) if d else 0.0
+                last_by.setdefault((split, algo), {}).update({(seed, t): last[t] for t in tasks})
+            if not diffs:
+                continue
+            d = np.array(diffs)
+            table["gain"].setdefault(split, {})[algo] = {
+                "first": float(np.mean(firsts)),
+                "last": float(np.mean(lasts)),
+                "gain": float(d.mean()),
+                "ci95": cluster_bootstrap_ci(d, clusters),
+                "per_seed": per_seed,
+                "tasks": len(set(clusters)),
+            }
+        base = last_by.get((split, algos[0]), {})
+        for algo in algos[1:]:
+            other = last_by.get((split, algo), {})
+            keys = sorted(set(base) & set(other), key=str)
+            if not keys:
+                continue
+            d = np.array([other[k] - base[k] for k in keys])
+            table["vs"].setdefault(split, {})[f"{algo} - {algos[0]}"] = {
+                "diff": float(d.mean()),
+                "ci95": cluster_bootstrap_ci(d, keys),
+            }
+    return table
+
+
 def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
     runs = {
         (algo, seed): load_run(out / "runs" / f"{algo}-s{seed}") for algo in algos for seed in seeds
@@ -259,10 +341,37 @@ def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
                     }
                 )
             result["paired"].setdefault(split, {})[f"{algo} - {base}"] = rows
+    result["table"] = paired_table(out, algos, seeds)
     return result
 
 
+def table_markdown(res: dict[str, Any]) -> str:
+    """The result table (the README shows it): sampled success at the first and last eval,
+    the paired gain with its 95% interval, per split and algorithm."""
+    lines = [
+        "| split | algorithm | first eval | last eval | gain, 95% CI (paired by seed x task) "
+        "| gain per seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for split, per_algo in res["table"]["gain"].items():
+        for algo, r in per_algo.items():
+            lo, hi = r["ci95"]
+            seeds = " ".join(f"{v:+.2f}" for v in r["per_seed"].values())
+            lines.append(
+                f"| {split} | {algo} | {r['first']:.3f} | {r['last']:.3f} | "
+                f"{r['gain']:+.3f} [{lo:+.3f}, {hi:+.3f}] | {seeds} |"
+            )
+    for split, pairs in res["table"]["vs"].items():
+        for name, r in pairs.items():
+            lo, hi = r["ci95"]
+            lines.append(
+                f"| {split} | {name} (last eval) | | | {r['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] | |"
+            )
+    return "\n".join(lines)
+
+
 def print_summary(res: dict[str, Any]) -> None:
+    print("\n" + table_markdown(res))
     algos = res["algos"]
     print(f"\nsuccess at the last eval (mean over seeds {res['seeds']}):")
     print(f"{'split':8s} " + " ".join(f"{a:>16s}" for a in algos))
@@ -362,9 +471,13 @@ def main(argv: list[str] | None = None) -> int:
     res["wall_seconds"] = times
     (out / "learning.json").write_text(json.dumps(res, indent=2) + "\n")
     write_plot(res, out / "learning.svg", config["env"])
+    (out / "learning.md").write_text(table_markdown(res) + "\n")
     write_report([out / "runs"], out / "report.html", title=f"learning: {' vs '.join(algos)}")
     print_summary(res)
-    print(f"\nwrote {out / 'learning.json'}, {out / 'learning.svg'} and {out / 'report.html'}")
+    print(
+        f"\nwrote {out / 'learning.json'}, {out / 'learning.md'}, {out / 'learning.svg'} and "
+        f"{out / 'report.html'}"
+    )
     return 0
 
 

@@ -16,7 +16,7 @@ from seed_gym.registration import (
 from seed_gym.spaces import FreeText
 from seed_gym.splits import SPLITS, SplitManifest
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "INFO_KEYS",

@@ -67,3 +67,33 @@ def test_learning_benchmark_rejects_unknown_algos(tmp_path):
         bench.main(["--smoke", "--algos", "grpo,nonsense", "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match="at least two"):
         bench.main(["--smoke", "--algos", "grpo", "--out", str(tmp_path)])
+
+
+def test_paired_table_by_hand(tmp_path):
+    # two seeds, two eval tasks of 2 samples; grpo: task a 0 -> 1, task b 0.5 -> 0.5
+    bench = load_bench()
+
+    def write(algo, seed, it, split, wins):
+        d = tmp_path / "runs" / f"{algo}-s{seed}" / "evals"
+        d.mkdir(parents=True, exist_ok=True)
+        rows = [{"task_id": t, "won": w} for t, ws in wins.items() for w in ws]
+        (d / f"iter_{it:04d}-{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    for seed in (0, 1):
+        for split in ("seen", "unseen"):
+            write("grpo", seed, 0, split, {"a": [0, 0], "b": [1, 0]})
+            write("grpo", seed, 3, split, {"a": [1, 1], "b": [0, 1]})
+            write("seed", seed, 0, split, {"a": [0, 0], "b": [1, 0]})
+            write("seed", seed, 3, split, {"a": [1, 1], "b": [1, 1]})
+    table = bench.paired_table(tmp_path, ["grpo", "seed"], [0, 1])
+    g = table["gain"]["seen"]["grpo"]
+    assert (g["first"], g["last"], g["gain"]) == (0.25, 0.75, 0.5)
+    assert g["per_seed"] == {"0": 0.5, "1": 0.5} and g["tasks"] == 4
+    assert g["ci95"] == [0.0, 1.0]  # clusters gain 1 (task a) or 0 (task b)
+    s = table["gain"]["unseen"]["seed"]
+    assert s["gain"] == 0.75
+    vs = table["vs"]["seen"]["seed - grpo"]
+    assert vs["diff"] == 0.25 and vs["ci95"][0] >= 0.0
+    assert "| seen | grpo | 0.250 | 0.750 | +0.500 [+0.000, +1.000]" in bench.table_markdown(
+        {"table": table}
+    )

@@ -253,9 +253,11 @@ def sft_train(
     grad_clip: float | None = 1.0,
     seed: int = 0,
     log_fn: Callable[[dict[str, float]], None] | None = None,
+    progress: str | None = None,
 ) -> SFTResult:
     """Supervised fine-tuning of the analyzer on ``rows`` (SEED.md: 3 epochs, lr 5e-6, 10 %
-    validation). Loss: token mean over the JSON answer tokens (and the closing eos) only."""
+    validation). Loss: token mean over the JSON answer tokens (and the closing eos) only.
+    ``progress``: the label of a progress bar over the optimizer steps (with an ETA); None: none."""
     import torch
 
     if epochs < 0 or batch_size < 1:
@@ -295,6 +297,10 @@ def sft_train(
         if log_fn:
             log_fn({"sft/val_loss": result.val_losses[-1]})
 
+    from tqdm.auto import tqdm
+
+    steps = epochs * -(-len(train) // batch_size)
+    bar = tqdm(total=steps, desc=progress, unit="step", disable=progress is None)
     was_training = model.training
     try:
         validate()
@@ -316,11 +322,14 @@ def sft_train(
                     raise FloatingPointError(f"SFT loss is {value} at epoch {epoch}")
                 losses.append(value)
                 result.train_losses.append(value)
+                bar.update(1)
+                bar.set_postfix(epoch=epoch, loss=f"{value:.3f}")
                 if log_fn:
                     log_fn({"sft/loss": value, "sft/epoch": float(epoch)})
             result.epoch_losses.append(sum(losses) / len(losses))
             validate()
     finally:
+        bar.close()
         model.train(was_training)
     return result
 
@@ -502,6 +511,7 @@ def run_stage1(
             lr=cfg.sft_lr,
             batch_size=cfg.sft_batch,
             seed=cfg.seed,
+            progress="stage 1 SFT" if cfg.progress else None,
         )
         say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import random
 import sys
 import time
@@ -100,10 +101,13 @@ def n_mini_batches(n_samples: int, cfg: TrainConfig) -> int:
     return max(1, -(-n_samples // cfg.mini_batch_size))
 
 
-def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, float]:
+def evaluate(
+    cfg: TrainConfig, engine, split: str, iteration: int, run_dir: Path | None = None
+) -> dict[str, float]:
     """``eval_samples`` episodes on each task of a fixed seeded subset of ``split``, greedy unless
     ``eval_temperature`` > 0. Env and sampling seeds are the same at every eval, so successive evals
-    differ only by the policy."""
+    differ only by the policy. With ``run_dir`` each episode's outcome goes to
+    ``run_dir/evals/iter_{iteration:04d}-{split}.jsonl`` (for paired comparisons across evals)."""
     from seed_gym.registration import split_manifest
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.wrappers.group import make_group_pool
@@ -135,6 +139,21 @@ def evaluate(cfg: TrainConfig, engine, split: str, iteration: int) -> dict[str, 
         )
     finally:
         pool.close()
+    if run_dir is not None:
+        path = run_dir / "evals" / f"iter_{iteration:04d}-{split}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [
+            {
+                "task_id": t.task_id,
+                "task_type": t.task_type,
+                "sample": i % cfg.eval_samples,
+                "won": t.won,
+                "return": t.episode_return,
+                "steps": len(t.steps),
+            }
+            for i, t in enumerate(trajs)
+        ]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rollout_metrics(trajs, prefix=f"eval/{split}/")
 
 
@@ -259,7 +278,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         t0 = time.perf_counter()
         metrics: dict[str, float] = {}
         for split in cfg.eval_splits:
-            metrics.update(evaluate(cfg, engine, split, iteration))
+            metrics.update(evaluate(cfg, engine, split, iteration, run_dir))
         metrics["time/eval"] = time.perf_counter() - t0
         return metrics
 

@@ -398,15 +398,6 @@ def format_warmup(
 
     from seed_gym.trainer.sft import sft_train
 
-    log_fn = None
-    if progress:
-
-        def log_fn(m: dict[str, float]) -> None:
-            if "sft/loss" in m:
-                print(
-                    f"warm-up epoch {int(m['sft/epoch'])} loss {m['sft/loss']:.3f}", file=sys.stderr
-                )
-
     # One autocast region spans every optimizer step here, so its weight-cast cache must be off:
     # with it on, forwards keep using the bf16 copies of the weights from the first step while
     # AdamW moves the fp32 weights blindly (seen: loss fell in-process, the saved model was broken).
@@ -428,7 +419,7 @@ def format_warmup(
             val_fraction=val_fraction,
             max_length=max_length,
             seed=seed,
-            log_fn=log_fn,
+            progress="format warm-up" if progress else None,
         )
     stats: dict[str, float] = {
         "rows": float(len(rows)),
