@@ -26,6 +26,14 @@ def _cmd_data(args: argparse.Namespace) -> int:
         print(data.cache_root())
         return 0
     names = args.names or sorted(data.BUILDERS)
+    unknown = [n for n in names if n not in data.BUILDERS]
+    if unknown:
+        from seed_gym.usage import usage_error
+
+        usage_error(
+            "seed-gym data",
+            f"unknown dataset {unknown[0]!r}; choose from: {', '.join(sorted(data.BUILDERS))}",
+        )
     for name in names:
         path = data.build(name, force=args.force)
         print(f"{name}: {path}")
@@ -60,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in DELEGATED:
         return _delegate(DELEGATED[argv[0]])(argv[1:])
 
-    parser = argparse.ArgumentParser(prog="seed-gym", description=__doc__.splitlines()[0])
+    from seed_gym.usage import OneLineParser
+
+    parser = OneLineParser(prog="seed-gym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list registered env ids").set_defaults(fn=_cmd_list)
     p = sub.add_parser("data", help="build datasets into the cache")

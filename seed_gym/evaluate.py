@@ -283,10 +283,11 @@ def evaluate(
     save_trajectories: bool = False,
     overwrite: bool = False,
     n_boot: int = stats.N_BOOT,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run ``policy_spec`` on the split's tasks (``k`` episodes each); write ``out/results.json``
     and ``out/episodes.jsonl`` when ``out`` is given, resuming an interrupted run in ``out``.
-    Returns the results dict."""
+    ``env_kwargs`` go to the env constructor (``data_dir=...``). Returns the results dict."""
     from tqdm.auto import tqdm
 
     import seed_gym
@@ -298,7 +299,8 @@ def evaluate(
     options = {k_: v for k_, v in (policy_options or {}).items() if v is not None}
     if batch_size is not None:
         options["batch_size"] = batch_size
-    kwargs: dict[str, Any] = {"split": split, "modality": modality}
+    env_kwargs = dict(env_kwargs or {})
+    kwargs: dict[str, Any] = {**env_kwargs, "split": split, "modality": modality}
     if max_steps is not None:
         kwargs["max_episode_steps"] = max_steps
     # the env first: an unknown env id fails before a model loads
@@ -323,6 +325,8 @@ def evaluate(
         "max_steps": max_steps,
         "manifest_sha256": manifest.hash,
     }
+    if env_kwargs:  # only when given, so evals written before the option still resume
+        config["env_kwargs"] = env_kwargs
     out_dir = Path(out) if out is not None else None
     done: dict[tuple[str, int], dict[str, Any]] = {}
     ep_path = traj_path = None
@@ -535,10 +539,13 @@ def evaluate(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from seed_gym.usage import OneLineParser, add_env_kwarg_argument
+
+    p = OneLineParser(
         prog="seed-gym eval", description="Evaluate a policy on every task of a split."
     )
     p.add_argument("--env", required=True, help="env id, e.g. seed_gym/Sokoban-v0")
+    add_env_kwarg_argument(p)
     p.add_argument("--split", default="seen", help="train | seen | unseen (default: seen)")
     p.add_argument(
         "--policy",
@@ -571,14 +578,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from seed_gym.usage import (
+        check_env_args,
+        check_policy_spec,
+        env_kwargs_or_exit,
+        import_modules_or_exit,
+        usage_error,
+    )
+
+    prog = "seed-gym eval"
     args = build_parser().parse_args(argv)
     if args.episodes is not None and args.episodes < 1:
-        raise SystemExit("seed-gym eval: --episodes must be >= 1")
+        usage_error(prog, f"--episodes must be >= 1, not {args.episodes}")
     if args.k < 1:
-        raise SystemExit("seed-gym eval: --k must be >= 1")
+        usage_error(prog, f"--k must be >= 1, not {args.k}")
     if args.save_trajectories and not args.out:
-        raise SystemExit("seed-gym eval: --save-trajectories needs --out")
-    import_env_modules(args.imports)
+        usage_error(prog, "--save-trajectories needs --out")
+    import_modules_or_exit(prog, args.imports)
+    env_kwargs = env_kwargs_or_exit(prog, args.env_kwargs)
+    # every argument is checked before a model loads or --out is written
+    check_env_args(
+        prog,
+        args.env,
+        split=args.split,
+        modality=args.modality,
+        max_steps=args.max_steps,
+        env_kwargs=env_kwargs,
+    )
+    check_policy_spec(prog, args.policy)
     results = evaluate(
         args.env,
         args.split,
@@ -601,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         save_trajectories=args.save_trajectories,
         overwrite=args.overwrite,
         n_boot=args.n_boot,
+        env_kwargs=env_kwargs,
     )
     lo, hi = results["success_ci95"]
     blo, bhi = results["bootstrap"]["ci95"]["success"]

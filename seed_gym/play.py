@@ -9,7 +9,6 @@ end of input, Ctrl-D) stops. A finished episode starts the next one with the nex
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -56,13 +55,14 @@ def play(
     image_dir: str | Path | None = None,
     stdin: TextIO | None = None,
     out: TextIO | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> int:
     import seed_gym
 
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     make = seed_gym.make_agent_env if agent else seed_gym.make
-    env = make(env_id, split=split, modality=modality)
+    env = make(env_id, split=split, modality=modality, **(env_kwargs or {}))
     folder = Path(image_dir) if image_dir else Path(tempfile.mkdtemp(prefix="seed-gym-play-"))
     folder.mkdir(parents=True, exist_ok=True)
     episode, step, total = 0, 0, 0.0
@@ -108,18 +108,31 @@ def play(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.evaluate import add_import_argument, import_env_modules
+    from seed_gym.evaluate import add_import_argument
+    from seed_gym.usage import (
+        OneLineParser,
+        add_env_kwarg_argument,
+        check_env_args,
+        env_kwargs_or_exit,
+        import_modules_or_exit,
+    )
 
-    p = argparse.ArgumentParser(prog="seed-gym play", description=__doc__.splitlines()[0])
+    prog = "seed-gym play"
+    p = OneLineParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("env_id", help="e.g. seed_gym/Sokoban-v0")
     p.add_argument("--split", default="seen", help="train | seen | unseen (default: seen)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--modality", default=None, help="text | image | text+image (env default)")
     p.add_argument("--agent", action="store_true", help="see the LLM prompt, type completions")
     p.add_argument("--image-dir", default=None, help="where PNGs go (default: a temp folder)")
+    add_env_kwarg_argument(p)
     add_import_argument(p)
     args = p.parse_args(argv)
-    import_env_modules(args.imports)
+    import_modules_or_exit(prog, args.imports)
+    env_kwargs = env_kwargs_or_exit(prog, args.env_kwargs)
+    check_env_args(
+        prog, args.env_id, split=args.split, modality=args.modality, env_kwargs=env_kwargs
+    )
     return play(
         args.env_id,
         split=args.split,
@@ -127,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         modality=args.modality,
         agent=args.agent,
         image_dir=args.image_dir,
+        env_kwargs=env_kwargs,
     )
 
 

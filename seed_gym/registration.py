@@ -8,6 +8,9 @@ see ``seed_gym.wrappers.spec``) by import path, so heavy env modules load only w
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
+from collections.abc import Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -83,6 +86,47 @@ def make_agent_env(
 
     env = make(env_id, split=split, modality=modality, **kwargs)
     return wrap_agent(env, agent_spec(env_id), history=history)
+
+
+def parse_env_kwargs(pairs: Iterable[str]) -> dict[str, Any]:
+    """Constructor kwargs from ``KEY=VALUE`` strings (the CLI's ``--env-kwarg``). A value is read
+    as JSON when it parses (``5``, ``true``, ``null``, ``["garden"]``, ``{"k": 1}``, ``"1"``),
+    else kept as the string (``data_dir=/data/webshop``). Raises ``ValueError`` naming a pair
+    without ``=`` or with a key that is not an identifier."""
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(
+                f"--env-kwarg {pair!r} is not KEY=VALUE (e.g. data_dir=/data/webshop, topk=5)"
+            )
+        try:
+            kwargs[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            kwargs[key] = raw
+    return kwargs
+
+
+def env_class(env_id: str) -> type:
+    """The env class behind ``env_id`` (imports its module, builds nothing)."""
+    _require(env_id)
+    entry = gym.spec(env_id).entry_point
+    return _load(entry) if isinstance(entry, str) else entry
+
+
+def env_kwarg_names(env_id: str) -> list[str] | None:
+    """The keyword arguments ``env_id``'s constructor takes besides ``split``, ``modality`` and
+    ``render_mode``; None when it takes ``**kwargs`` (anything may be valid)."""
+    try:
+        params = inspect.signature(env_class(env_id)).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    skip = ("split", "modality", "render_mode")
+    return [p.name for p in params if p.kind in kinds and p.name not in skip]
 
 
 def split_manifest(env_id: str, split: str, **kwargs: Any) -> SplitManifest:

@@ -13,7 +13,9 @@ SITES = ("webshop",)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="seed-gym serve", description=__doc__.splitlines()[0])
+    from seed_gym.usage import OneLineParser
+
+    p = OneLineParser(prog="seed-gym serve", description=__doc__.splitlines()[0])
     p.add_argument("site", choices=SITES, help="which site to serve")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=3000, help="port (default 3000)")
@@ -33,24 +35,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from seed_gym.usage import ENV_ERRORS, usage_error
+
+    prog = "seed-gym serve"
     args = build_parser().parse_args(argv)
+    if args.num_products is not None and args.num_products < 1:
+        usage_error(prog, f"--num-products must be >= 1, not {args.num_products}")
+    if not 0 <= args.port <= 65535:
+        usage_error(prog, f"--port must be in 0..65535, not {args.port}")
     from seed_gym.envs.webshop.site import create_app
 
-    app = create_app(
-        {
-            "num_products": args.num_products,
-            "catalog_seed": args.catalog_seed,
-            "data_dir": args.data_dir,
-            "human_goals": args.human_goals,
-        },
-        split=args.split,
-        seed=args.seed,
-    )
+    try:
+        app = create_app(
+            {
+                "num_products": args.num_products,
+                "catalog_seed": args.catalog_seed,
+                "data_dir": args.data_dir,
+                "human_goals": args.human_goals,
+            },
+            split=args.split,
+            seed=args.seed,
+        )
+    except ENV_ERRORS as e:
+        usage_error(prog, f"cannot serve the WebShop site: {e}")
     print(
         f"WebShop ({args.split} goals) at http://{args.host}:{args.port}/  (Ctrl-C stops)",
         flush=True,
     )
-    app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    try:
+        app.run(host=args.host, port=args.port, threaded=True, use_reloader=False)
+    except OSError as e:  # the port is taken, or the host is not an interface of this machine
+        usage_error(prog, f"cannot listen on {args.host}:{args.port}: {e}")
     return 0
 
 

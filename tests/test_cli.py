@@ -210,7 +210,10 @@ def test_eval_through_the_console_entry_point(tmp_path):
 
 def test_eval_unknown_env_fails_clearly():
     result = cli("eval", "--env", "seed_gym/Nope-v0", "--policy", "random")
-    assert result.returncode != 0 and "no seed-gym env 'seed_gym/Nope-v0'" in result.stderr
+    assert result.returncode == 2 and result.stderr.startswith(
+        "seed-gym eval: unknown env 'seed_gym/Nope-v0'; choose one of: seed_gym/ALFWorld-v0"
+    )
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.skipif(not has_module("seed_gym.envs.sokoban"), reason="Sokoban not written yet")
@@ -226,6 +229,80 @@ def test_eval_sokoban_oracle_wins_and_random_mostly_loses(tmp_path, split):
     )
     assert random["success_rate"] < 0.3
     assert math.isfinite(random["mean_return"]) and random["mean_steps"] > oracle["mean_steps"]
+
+
+# --- real data and bad arguments from the command line -------------------------------------------
+def test_eval_env_kwarg_reads_real_webshop_files(tmp_path):
+    # --env-kwarg passes constructor arguments: real data without a registration file
+    from test_webshop_loader import write_five_category_catalog
+
+    data = write_five_category_catalog(tmp_path)
+    out = tmp_path / "out"
+    argv = ["--env", "seed_gym/WebShop-v0", "--env-kwarg", f"data_dir={data}"]
+    argv += ["--env-kwarg", 'unseen_categories=["garden", "grocery"]', "--split", "unseen"]
+    argv += ["--policy", "oracle", "--out", str(out), "--no-progress", "--n-boot", "10"]
+    assert eval_main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["episodes"] == 24 and results["success_rate"] == 1.0
+    assert results["config"]["env_kwargs"] == {
+        "data_dir": str(data),
+        "unseen_categories": ["garden", "grocery"],
+    }
+    assert {e["task_type"] for e in read_jsonl(out / "episodes.jsonl")} == {"garden", "grocery"}
+    assert eval_main(argv) == 0  # the same kwargs resume the same eval
+
+
+def test_play_env_kwarg_reaches_the_constructor():
+    result = cli(
+        "play",
+        "seed_gym/SearchQA-v0",
+        "--env-kwarg",
+        "topk=1",
+        stdin="<search> river city </search>\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Doc 1(Title: " in result.stdout and "Doc 2(" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["eval", "--env", "seed_gym/Nope-v0"], ["'seed_gym/Nope-v0'", "seed_gym/Sokoban-v0"]),
+        (["eval", "--env", "seed_gym/Sokoban-v0", "--split", "dev"], ["'dev'", "train, seen"]),
+        (["eval", "--env", "seed_gym/Sokoban-v0", "--modality", "audio"], ["'audio'", "text+image"]),
+        (["eval", "--env", "seed_gym/EZPoints-v0", "--max-steps", "0"], ["--max-steps", "0"]),
+        (["eval", "--env", "seed_gym/EZPoints-v0", "--policy", "model:/nonexistent"],
+         ["model:/nonexistent", "tiny, smollm2"]),
+        (["eval", "--env", "seed_gym/EZPoints-v0", "--policy", "bogus"], ["'bogus'", "oracle"]),
+        (["eval", "--env", "seed_gym/WebShop-v0", "--env-kwarg", "datadir=/x"],
+         ["'datadir'", "data_dir"]),
+        (["eval", "--env", "seed_gym/WebShop-v0", "--env-kwarg", "data_dir=/nonexistent"],
+         ["data_dir='/nonexistent'", "no items_shuffle"]),
+        (["eval", "--env", "seed_gym/Sokoban-v0", "--env-kwarg", "junk"], ["'junk'", "KEY=VALUE"]),
+        (["play", "seed_gym/Nope-v0"], ["'seed_gym/Nope-v0'", "seed_gym/EZPoints-v0"]),
+        (["play", "seed_gym/Sokoban-v0", "--modality", "audio"], ["'audio'", "text+image"]),
+        (["data", "build", "bogus"], ["'bogus'", "alfworld, search"]),
+        (["list", "extra"], ["extra"]),
+        (["serve", "nosite"], ["'nosite'", "webshop"]),
+        (["serve", "webshop", "--data-dir", "/nonexistent"], ["/nonexistent"]),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_one_line_and_write_nothing(argv, expected, tmp_path, capsys):
+    # seed-gym 0.1 printed 15-40 line tracebacks for each of these
+    from seed_gym.cli import main as cli_main
+
+    out = tmp_path / "out"
+    if argv[0] == "eval":
+        argv = [*argv, "--out", str(out)]
+    with pytest.raises(SystemExit) as e:
+        cli_main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert err.startswith("seed-gym"), err
+    for part in expected:
+        assert part in err, err
+    assert not out.exists()
 
 
 # --- play ---------------------------------------------------------------------------------------
@@ -329,6 +406,7 @@ def test_eval_agent_policies_play_the_chat_env(tmp_path):
     )
     assert bad["success_rate"] == 0.0 and bad["invalid_action_rate"] == 1.0
     assert bad["mean_steps"] == 3.0  # invalid turns count toward the step limit
-    assert bad["mean_return"] == pytest.approx(-0.3)  # 3 x the format penalty
+    # 3 x (the example's no-op cost -0.1 + the format penalty 0.1), the semantics since df9d20e
+    assert bad["mean_return"] == pytest.approx(-0.6)
     episode = read_jsonl(tmp_path / "b" / "episodes.jsonl")[0]
     assert episode["actions"] == [None, None, None] and episode["truncated"]

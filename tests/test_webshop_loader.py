@@ -223,8 +223,7 @@ def test_missing_or_corrupt_files_give_clear_errors(tmp_path):
 REAL_CATEGORIES = ("beauty", "electronics", "fashion", "garden", "grocery")
 
 
-@pytest.fixture
-def five_category_dir(tmp_path):
+def write_five_category_catalog(folder):
     """A catalog in WebShop's format whose ``category`` values are the real data's five."""
     items, attrs = [], {}
     for c in REAL_CATEGORIES:
@@ -249,9 +248,14 @@ def five_category_dir(tmp_path):
                 "instruction": f"i want an easy to use {c} thing number {k}",
                 "instruction_attributes": ["easy to use"],
             }
-    (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(items))
-    (tmp_path / "items_ins_v2_1000.json").write_text(json.dumps(attrs))
-    return tmp_path
+    (folder / "items_shuffle_1000.json").write_text(json.dumps(items))
+    (folder / "items_ins_v2_1000.json").write_text(json.dumps(attrs))
+    return folder
+
+
+@pytest.fixture
+def five_category_dir(tmp_path):
+    return write_five_category_catalog(tmp_path)
 
 
 def test_real_data_unseen_split_holds_out_a_real_category(five_category_dir):

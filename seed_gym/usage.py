@@ -1,0 +1,147 @@
+"""Argument checks shared by the CLI commands (``eval``, ``play``, ``list``, ``data``, ``serve``).
+
+A mistyped env id, split, modality, step limit, policy or ``--env-kwarg`` is a user error, not a
+bug: it ends the command with one line on stderr that names the bad value and the valid choices
+(``seed-gym eval: unknown split 'dev'; choose one of: train, seen, unseen``), exit code 2, and
+before anything is written. Tracebacks stay for real failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, NoReturn
+
+import gymnasium as gym
+
+USAGE_EXIT = 2  # argparse's code for a usage error
+
+# what building an env may raise for a bad argument: a missing folder, a corrupt file, a missing
+# extra, a value the constructor rejects
+ENV_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, gym.error.Error)
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    """End the command: one line ``PROG: MESSAGE`` on stderr, exit code 2."""
+    import sys
+
+    print(f"{prog}: {' '.join(str(message).split())}", file=sys.stderr)
+    raise SystemExit(USAGE_EXIT)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (argparse prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(self.prog, f"{message} (see {self.prog} --help)")
+
+
+def add_env_kwarg_argument(parser: argparse.ArgumentParser) -> None:
+    """``--env-kwarg KEY=VALUE`` (repeatable, into ``args.env_kwargs``), for the env constructor."""
+    parser.add_argument(
+        "--env-kwarg",
+        dest="env_kwargs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="env constructor argument, repeatable; VALUE is JSON when it parses, else a string "
+        "(e.g. --env-kwarg data_dir=/data/webshop --env-kwarg topk=5)",
+    )
+
+
+def env_kwargs_or_exit(prog: str, pairs: list[str]) -> dict[str, Any]:
+    from seed_gym.registration import parse_env_kwargs
+
+    try:
+        return parse_env_kwargs(pairs)
+    except ValueError as e:
+        usage_error(prog, str(e))
+
+
+def import_modules_or_exit(prog: str, modules: list[str]) -> None:
+    """``--import`` modules, with a one-line error for one that is missing or fails to import."""
+    from seed_gym.evaluate import import_env_modules
+
+    try:
+        import_env_modules(modules)
+    except (ImportError, FileNotFoundError, SyntaxError) as e:
+        usage_error(prog, f"cannot import {modules}: {e}")
+
+
+def check_env_args(
+    prog: str,
+    env_id: str,
+    *,
+    split: str,
+    modality: str | None = None,
+    max_steps: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Exit with one line unless ``env_id`` can be made as asked: registered id, known split,
+    a modality the env has, a positive step limit, constructor arguments it takes, and a
+    constructor (and split manifest) that succeeds with them."""
+    import seed_gym
+    from seed_gym.registration import env_class, env_kwarg_names, list_envs
+    from seed_gym.splits import SPLITS
+
+    env_kwargs = dict(env_kwargs or {})
+    known = list_envs()
+    if env_id not in known:
+        usage_error(prog, f"unknown env {env_id!r}; choose one of: {', '.join(known)}")
+    if split not in SPLITS:
+        usage_error(prog, f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    if max_steps is not None and max_steps < 1:
+        usage_error(prog, f"--max-steps must be >= 1, not {max_steps}")
+    try:
+        cls = env_class(env_id)
+    except ENV_ERRORS as e:
+        usage_error(prog, f"cannot load {env_id}: {e}")
+    modalities = getattr(cls, "modalities", None)
+    if modality is not None and modalities is not None and modality not in modalities:
+        usage_error(
+            prog, f"{env_id} has no modality {modality!r}; choose one of: {', '.join(modalities)}"
+        )
+    names = env_kwarg_names(env_id)
+    unknown = sorted(set(env_kwargs) - set(names)) if names is not None else []
+    if unknown:
+        usage_error(
+            prog,
+            f"{env_id} takes no argument {unknown[0]!r}; its --env-kwarg keys are: "
+            f"{', '.join(names) or '(none)'}",
+        )
+    try:
+        env = seed_gym.make(env_id, split=split, modality=modality, **env_kwargs)
+        try:
+            _ = env.unwrapped.task_ids  # data folders are read and splits listed here
+        finally:
+            env.close()
+    except ENV_ERRORS as e:
+        shown = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items())
+        usage_error(prog, f"cannot make {env_id}{f' with {shown}' if shown else ''}: {e}")
+
+
+def check_policy_spec(prog: str, spec: str) -> None:
+    """Exit with one line for an unknown policy kind, ``model:`` naming no model, or
+    ``openai:`` without an endpoint (nothing is loaded here)."""
+    from seed_gym.policies import POLICIES
+
+    kind, sep, arg = spec.partition(":")
+    if kind not in POLICIES:
+        usage_error(
+            prog,
+            f"unknown policy {spec!r}; choose one of: {', '.join(sorted(POLICIES))} "
+            "(model:PATH, openai:URL)",
+        )
+    if kind == "model":
+        from seed_gym.trainer.models import VLM_BUILDERS
+
+        names = ("tiny", "smollm2", *VLM_BUILDERS)
+        name = arg if sep and arg else "smollm2"
+        if name not in names and not (Path(name).expanduser() / "config.json").is_file():
+            usage_error(
+                prog,
+                f"model:{name}: no model folder with a config.json there; use a Hugging Face "
+                f"folder or one of: {', '.join(names)}",
+            )
+    if kind == "openai" and not arg:
+        usage_error(prog, "openai:URL needs the endpoint, e.g. openai:http://127.0.0.1:8000/v1")
