@@ -228,3 +228,127 @@ def test_train_on_a_user_env_from_imports_and_resume(tmp_path):
     assert json.loads((out / "config.json").read_text())["imports"] == [example]
     train(parse_args(["--resume", "--out", str(out), "--iterations", "2", "--no-progress"]))
     assert len(run_metrics(out)) == 2
+
+
+# --- resume after a kill: one commit per iteration, clear errors, no pickles ---------------------
+RESUME_KW = dict(
+    env=ECHO_ID, iterations=3, group_size=2, tasks_per_iter=2, max_new_tokens=4,
+    eval_splits=("seen",), eval_tasks=1, eval_every=1,
+)  # fmt: skip
+
+
+class Killed(BaseException):
+    """Stands in for a SIGKILL: nothing after the raise runs, no handler catches it."""
+
+
+def test_a_kill_during_eval_loses_no_iteration_and_resume_is_exact(tmp_path, monkeypatch):
+    import seed_gym.trainer.train as train_module
+
+    full_cfg = _cfg(tmp_path, "full", **RESUME_KW, save_hf=True)
+    train(full_cfg)
+    real_eval = train_module.evaluate
+
+    def eval_killed_at(iteration_to_kill):
+        def fake(cfg, engine, split, iteration, run_dir=None):
+            if iteration == iteration_to_kill:
+                raise Killed
+            return real_eval(cfg, engine, split, iteration, run_dir)
+
+        return fake
+
+    cfg = _cfg(tmp_path, "killed", **RESUME_KW, save_hf=True)
+    monkeypatch.setattr(train_module, "evaluate", eval_killed_at(2))
+    with pytest.raises(Killed):
+        train(cfg)
+    assert [m["iteration"] for m in run_metrics(tmp_path / "killed")] == [1]
+    # killed again, in the final eval: no model/ yet
+    resume = ["--out", str(tmp_path / "killed"), "--resume", "--no-progress"]
+    monkeypatch.setattr(train_module, "evaluate", eval_killed_at(3))
+    with pytest.raises(Killed):
+        train(parse_args(resume))
+    assert [m["iteration"] for m in run_metrics(tmp_path / "killed")] == [1, 2]
+    assert not (tmp_path / "killed" / "model").exists()
+    monkeypatch.setattr(train_module, "evaluate", real_eval)
+    train(parse_args(resume))
+    mk, mf = run_metrics(tmp_path / "killed"), run_metrics(tmp_path / "full")
+    assert [m["iteration"] for m in mk] == [1, 2, 3]
+    assert [deterministic_metrics(m) for m in mk] == [deterministic_metrics(m) for m in mf]
+    a, b = checkpoint_params(tmp_path / "full"), checkpoint_params(tmp_path / "killed")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert (tmp_path / "killed" / "model" / "config.json").is_file()
+    # a finished run resumed once more only writes a missing model/
+    import shutil
+
+    shutil.rmtree(tmp_path / "killed" / "model")
+    train(parse_args(resume))
+    assert (tmp_path / "killed" / "model" / "config.json").is_file()
+    assert len(run_metrics(tmp_path / "killed")) == 3
+
+
+def test_a_line_cut_by_a_kill_is_repaired_on_resume(tmp_path):
+    cfg = _cfg(tmp_path, "r", **{**RESUME_KW, "iterations": 2})
+    train(cfg)
+    path = tmp_path / "r" / "metrics.jsonl"
+    path.write_text(path.read_text() + '{"iteration": 3, "rollout/succ')  # killed mid-write
+    train(parse_args(["--out", str(tmp_path / "r"), "--resume", "--iterations", "3"]))
+    assert [m["iteration"] for m in run_metrics(tmp_path / "r")] == [1, 2, 3]
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "garbage", *lines[1:]]) + "\n")
+    with pytest.raises(SystemExit, match=r"metrics.jsonl: line 2 is not a metrics record"):
+        train(parse_args(["--out", str(tmp_path / "r"), "--resume", "--iterations", "4"]))
+
+
+def test_resume_errors_name_the_file(tmp_path):
+    with pytest.raises(SystemExit, match=r"no-such-run/config.json does not exist"):
+        parse_args(["--out", str(tmp_path / "no-such-run"), "--resume"])
+    cfg = _cfg(tmp_path, "r", **{**RESUME_KW, "iterations": 1})
+    train(cfg)
+    run = tmp_path / "r"
+    good = (run / "config.json").read_text()
+    (run / "config.json").write_text(good[: len(good) // 2])
+    with pytest.raises(SystemExit, match=r"r/config.json is not valid JSON"):
+        parse_args(["--out", str(run), "--resume"])
+    (run / "config.json").write_text(good)
+    ckpt = (run / "checkpoint.pt").read_bytes()
+    (run / "checkpoint.pt").write_bytes(ckpt[: len(ckpt) // 3])
+    with pytest.raises(SystemExit, match=r"checkpoint.pt: not a readable seed-gym checkpoint"):
+        train(parse_args(["--out", str(run), "--resume", "--iterations", "2"]))
+
+
+class Payload:
+    """Would run code when unpickled."""
+
+    def __reduce__(self):
+        return (print, ("pwned",))
+
+
+def test_checkpoints_load_without_pickle(tmp_path, capsys):
+    from seed_gym.trainer.run_state import read_checkpoint
+
+    cfg = _cfg(tmp_path, "r", **{**RESUME_KW, "iterations": 1})
+    train(cfg)
+    payload = read_checkpoint(tmp_path / "r" / "checkpoint.pt")  # weights_only=True
+    assert payload["iteration"] == 1 and payload["metrics"]["rollout/episodes"] == 4.0
+    payload["evil"] = Payload()
+    torch.save(payload, tmp_path / "r" / "checkpoint.pt")
+    with pytest.raises(SystemExit, match="not a readable seed-gym checkpoint"):
+        train(parse_args(["--out", str(tmp_path / "r"), "--resume", "--iterations", "2"]))
+    assert "pwned" not in capsys.readouterr().out
+
+
+def test_checkpoints_written_by_0_1_still_load(tmp_path):
+    # 0.1 kept numpy's RNG state as numpy's own tuple (an array inside): still allowed
+    import numpy as np
+
+    from seed_gym.trainer.run_state import _numpy_state_in, read_checkpoint
+
+    cfg = _cfg(tmp_path, "r", **{**RESUME_KW, "iterations": 1})
+    train(cfg)
+    payload = read_checkpoint(tmp_path / "r" / "checkpoint.pt")
+    payload["rng"]["numpy"] = np.random.get_state()
+    del payload["metrics"]
+    torch.save(payload, tmp_path / "r" / "checkpoint.pt")
+    old = read_checkpoint(tmp_path / "r" / "checkpoint.pt")
+    np.random.set_state(_numpy_state_in(old["rng"]["numpy"]))
+    train(parse_args(["--out", str(tmp_path / "r"), "--resume", "--iterations", "2"]))
+    assert [m["iteration"] for m in run_metrics(tmp_path / "r")] == [1, 2]

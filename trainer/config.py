@@ -428,10 +428,16 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
     base = TrainConfig()
     if known.resume:
         if known.out is None:
-            raise SystemExit("--resume needs --out RUN_DIR")
+            raise SystemExit("seed-gym train: --resume needs --out RUN_DIR")
         saved = Path(known.out) / "config.json"
-        if saved.exists():
+        if not saved.is_file():
+            raise SystemExit(f"seed-gym train: --resume: {saved} does not exist (no run there)")
+        try:
             base = TrainConfig.load(saved)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise SystemExit(f"seed-gym train: {saved} is not valid JSON ({e})") from None
+        except (ValueError, TypeError) as e:
+            raise SystemExit(f"seed-gym train: {saved}: {e}") from None
     elif known.preset is not None:
         if known.preset not in PRESETS:
             raise SystemExit(f"unknown preset {known.preset!r}; choose one of {sorted(PRESETS)}")

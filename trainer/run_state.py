@@ -4,6 +4,12 @@
 ``save_checkpoint`` / ``load_checkpoint`` hold model, optimizer and every RNG state, so a resumed
 run continues exactly (``trainer/train.py``); ``truncate_metrics`` drops lines logged after the
 checkpoint a run resumes from.
+
+An iteration commits in one place: its checkpoint is written (atomically) *holding its metrics
+line*, then the line is appended. A run killed anywhere resumes from the last checkpoint, drops
+later lines and rewrites that checkpoint's line, so ``metrics.jsonl`` never skips or repeats an
+iteration. Checkpoints hold tensors and plain containers only and load with
+``weights_only=True``: resuming a run folder from elsewhere cannot execute a pickle.
 """
 
 from __future__ import annotations
@@ -49,15 +55,26 @@ class Logger:
             self.tb.close()
 
 
+class RunStateError(SystemExit):
+    """A run folder's file cannot be used; the message names it (one line, no traceback)."""
+
+
 def truncate_metrics(path: Path, last_iteration: int) -> None:
-    """Drop metric lines past the checkpoint, so a resumed run does not log iterations twice."""
+    """Drop metric lines past the checkpoint, so a resumed run does not log iterations twice.
+    A last line cut short by a kill is dropped too; a broken line elsewhere is an error."""
     if not path.exists():
         return
-    keep = [
-        ln
-        for ln in path.read_text().splitlines()
-        if ln and json.loads(ln)["iteration"] <= last_iteration
-    ]
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    keep = []
+    for n, ln in enumerate(lines, 1):
+        try:
+            iteration = json.loads(ln)["iteration"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            if n == len(lines):  # the write a kill interrupted; its iteration is redone
+                break
+            raise RunStateError(f"{path}: line {n} is not a metrics record ({e})") from None
+        if iteration <= last_iteration:
+            keep.append(ln)
     path.write_text("".join(ln + "\n" for ln in keep))
 
 
@@ -73,7 +90,7 @@ def save_checkpoint(path: Path, model, optimizer, state: dict) -> None:
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "rng": {
             "python": random.getstate(),
-            "numpy": np.random.get_state(),
+            "numpy": _numpy_state_out(np.random.get_state()),
             "torch": torch.get_rng_state(),
         },
         **state,
@@ -83,14 +100,55 @@ def save_checkpoint(path: Path, model, optimizer, state: dict) -> None:
     os.replace(tmp, path)  # a run killed mid-write keeps its previous checkpoint
 
 
+def _numpy_state_out(state: tuple) -> dict[str, Any]:
+    """numpy's global RNG state as tensors and plain values (``weights_only`` loads it)."""
+    import torch
+
+    kind, keys, pos, has_gauss, cached = state
+    return {
+        "kind": kind,
+        "keys": torch.from_numpy(keys.astype(np.int64)),
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached_gaussian": float(cached),
+    }
+
+
+def _numpy_state_in(saved: Any) -> Any:
+    if isinstance(saved, dict):
+        keys = saved["keys"].numpy().astype(np.uint32)
+        return (saved["kind"], keys, saved["pos"], saved["has_gauss"], saved["cached_gaussian"])
+    return saved  # a 0.1 checkpoint: numpy's own tuple
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint's payload, loaded with ``weights_only=True`` (numpy's array rebuild is
+    allowed for checkpoints written by 0.1, which held numpy's RNG state as an array).
+    ``RunStateError`` names the file when it is not a readable checkpoint."""
+    import torch
+
+    multiarray = getattr(np, "_core", None) or np.core  # numpy 2 renamed it
+    allowed = [multiarray.multiarray._reconstruct, np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+    try:
+        with torch.serialization.safe_globals(allowed):
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - a truncated, corrupt or foreign file: name it
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RunStateError(f"{path}: not a readable seed-gym checkpoint ({first[:200]})") from None
+    missing = [k for k in ("model", "optimizer", "rng", "iteration") if k not in payload]
+    if not isinstance(payload, dict) or missing:
+        raise RunStateError(f"{path}: not a seed-gym checkpoint (missing {missing})")
+    return payload
+
+
 def load_checkpoint(path: Path, model, optimizer) -> dict:
     import torch
 
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    payload = read_checkpoint(path)
     model.load_state_dict(payload["model"], strict=not payload["lora"])
     if optimizer is not None and payload["optimizer"] is not None:
         optimizer.load_state_dict(payload["optimizer"])
     random.setstate(payload["rng"]["python"])
-    np.random.set_state(payload["rng"]["numpy"])
+    np.random.set_state(_numpy_state_in(payload["rng"]["numpy"]))
     torch.set_rng_state(payload["rng"]["torch"])
     return payload

@@ -28,7 +28,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -253,19 +255,23 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     )
 
     start_iteration, data_position = 0, 0
+    logger = Logger(run_dir, cfg.tensorboard) if dist.is_main else NullLogger()
     if cfg.resume and ckpt_path.exists():
         payload = load_checkpoint(ckpt_path, model, optimizer)
         start_iteration, data_position = payload["iteration"], payload["data_position"]
         actor_skills = ActorSkills(payload.get("actor_skills"))
         env_steps_total = int(payload.get("env_steps", 0))
         if dist.is_main:
-            truncate_metrics(run_dir / "metrics.jsonl", start_iteration)
+            committed = payload.get("metrics")  # the line committed with this checkpoint
+            truncate_metrics(run_dir / "metrics.jsonl", start_iteration - (committed is not None))
+            if committed is not None:
+                logger.log(start_iteration, committed)
         print(f"resumed {run_dir} at iteration {start_iteration}", file=sys.stderr)
     dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
-    logger = Logger(run_dir, cfg.tensorboard) if dist.is_main else NullLogger()
 
-    def ckpt_state(iteration: int) -> dict:
+    def ckpt_state(iteration: int, metrics: dict[str, Any]) -> dict:
         return {
+            "metrics": metrics,
             "iteration": iteration,
             "data_position": data_position,
             "actor_skills": actor_skills.state(),
@@ -579,13 +585,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             for k, v in times.items():
                 metrics[f"time/{k}"] = v
 
-            # --- checkpoint ---------------------------------------------------------------------
-            if dist.is_main and (iteration % cfg.save_every == 0 or iteration == cfg.iterations):
-                t0 = time.perf_counter()
-                save_checkpoint(ckpt_path, model, optimizer, ckpt_state(iteration))
-                metrics["time/checkpoint"] = time.perf_counter() - t0
-
-            # --- eval ---------------------------------------------------------------------------
+            # --- eval -------------------------------------------------------------------------
             if dist.is_main and (
                 (cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations
             ):
@@ -594,7 +594,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             for k in list(metrics):
                 if k.startswith("time/") and total > 0:
                     metrics[f"time_share/{k[5:]}"] = metrics[k] / total
-            logger.log(iteration, metrics)
+
+            # --- commit: the checkpoint holds this iteration's metrics line, then the line --------
+            if dist.is_main:
+                if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
+                    save_checkpoint(ckpt_path, model, optimizer, ckpt_state(iteration, metrics))
+                logger.log(iteration, metrics)
             bar.set_postfix(
                 success=f"{metrics['rollout/success']:.2f}",
                 ret=f"{metrics['rollout/return']:.2f}",
@@ -605,8 +610,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         pool.close()
         logger.close()
         dist.shutdown()
-    if cfg.save_hf and start_iteration < cfg.iterations and dist.is_main:
-        save_policy(policy, run_dir / "model")
+    # the final policy; also when a run killed while exporting it is resumed after its last step
+    if cfg.save_hf and dist.is_main and (
+        start_iteration < cfg.iterations or not (run_dir / "model" / "config.json").exists()
+    ):
+        tmp = run_dir / "model.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        save_policy(policy, tmp)
+        shutil.rmtree(run_dir / "model", ignore_errors=True)
+        os.replace(tmp, run_dir / "model")  # a kill mid-export leaves no half-written model/
     return metrics
 
 
