@@ -1,6 +1,6 @@
 """Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
 
-    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # 1-1.5 hours, 2 cores
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~1.5 hours, 2 cores
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
     python benchmarks/learning.py --smoke --out /tmp/lb                     # 2 iterations, tiny
 
@@ -36,30 +36,17 @@ from typing import Any
 import numpy as np
 
 from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart, write_report
+from seed_gym.stats import bootstrap_ci, paired_difference
 
 # train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
-    # SmolLM2-135M (format-warmed, analyzer rows included) on EZPoints-text, 2 runs side by side,
-    # fp32. Measured on a 2-core AVX2-only machine (a CI run and tests sharing it): GRPO 17-21 min
-    # and SEED 30-38 min per run (Stage 1 8-10 of them), 82 min for all 6 runs. KL is off for both
-    # algorithms (it would cost a reference forward per sample).
+    # The measured CPU learning curve (README): the smollm2-cpu preset as it is (SmolLM2-135M,
+    # format warm-up with analyzer rows, EZPoints text, 3 iterations of 4 tasks x 8, sampled eval
+    # of 12 tasks x 4 on seen and unseen at the start and the end), 3 seeds, 2 runs side by side
+    # with one torch thread each; the shared warm-up is built first with both cores.
     "cpu": {
         "preset": "smollm2-cpu",
-        "env": "seed_gym/EZPoints-v0",
-        "modality": "text",
-        "iterations": 3,
-        "tasks-per-iter": 2,
-        "group-size": 4,
-        "max-new-tokens": 48,
-        "max-turns": 5,
-        "kl-coef": 0.0,
-        "eval-at-start": True,
-        "eval-every": 3,
-        "eval-tasks": 4,
-        "eval-samples": 2,
-        "eval-temperature": 1.0,
-        "threads": 1,
         "seeds": [0, 1, 2],
         "jobs": 2,
     },
@@ -127,20 +114,27 @@ def finished(run_dir: Path, iterations: int, algo: str) -> bool:
     return last >= (0 if algo == "prompt" else iterations)
 
 
-def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -> None:
-    """Build the shared format-warmed model once, before runs start side by side (every run loads
-    it from the cache; two runs building it at once would only waste the time)."""
+def run_config(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -> Any:
+    """The ``TrainConfig`` one run of the benchmark trains with (preset, config and extra flags)."""
     from seed_gym.trainer.config import parse_args
 
-    cfg = parse_args(train_argv(config, algo, seed, Path("unused")) + extra)
+    return parse_args(train_argv(config, algo, seed, Path("unused")) + extra)
+
+
+def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str], threads: int) -> None:
+    """Build the shared format-warmed model once, with ``threads`` torch threads, before runs
+    start side by side (every run loads it from the cache; two runs building it at once would
+    only waste the time)."""
+    cfg = run_config(config, algo, seed, extra)
     if cfg.format_warmup_episodes > 0:
         import torch
 
         from seed_gym.trainer.warmup import warmup_for_config
 
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
-        print(f"[warm-up] {warmup_for_config(cfg)}", flush=True)
+        torch.set_num_threads(threads)
+        t0 = time.perf_counter()
+        path = warmup_for_config(cfg)
+        print(f"[warm-up] {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
 def run_all(
@@ -157,16 +151,18 @@ def run_all(
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     todo = []
     for seed in seeds:
-        for algo in algos:
+        # the compared algorithms (SEED: Stage 1, analysis, rescoring) take longest: start them
+        # first, so the job slots finish close together
+        for algo in reversed(algos):
             run_dir = out / "runs" / f"{algo}-s{seed}"
-            if finished(run_dir, int(config["iterations"]), algo):
+            if finished(run_dir, run_config(config, algo, seed, extra).iterations, algo):
                 print(f"[skip] {run_dir.name}: finished", flush=True)
                 continue
             resume = ["--resume"] if (run_dir / "checkpoint.pt").exists() else []
             cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
             todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
     if todo and jobs > 1:
-        prepare(config, algos[0], seeds[0], extra)
+        prepare(config, algos[0], seeds[0], extra, threads=jobs)
     times: dict[str, float] = {}
     running: list[tuple[Path, subprocess.Popen, float, Any]] = []
     failed: list[str] = []
@@ -206,15 +202,6 @@ def interpolate(points: list[tuple[int, float, float]], xs: np.ndarray) -> np.nd
     return np.interp(xs, px, py)
 
 
-def bootstrap_mean_ci(values: np.ndarray, *, seed: int = 0, n_boot: int = 2000) -> list[float]:
-    if len(values) == 0:
-        return [0.0, 0.0]
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(values), size=(n_boot, len(values)))
-    means = values[draws].mean(axis=1)
-    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
-
-
 def eval_episodes(run_dir: Path, split: str) -> dict[int, list[dict[str, Any]]]:
     """iteration -> the episodes of that eval (``RUN_DIR/evals/iter_NNNN-SPLIT.jsonl``)."""
     out = {}
@@ -232,68 +219,50 @@ def task_success(episodes: list[dict[str, Any]]) -> dict[str, float]:
     return {t: float(np.mean(v)) for t, v in by_task.items()}
 
 
-def cluster_bootstrap_ci(
-    values: np.ndarray, clusters: list[Any], *, seed: int = 0, n_boot: int = 4000
-) -> list[float]:
-    """95% percentile interval of the mean of ``values``, resampling whole clusters (a
-    (seed, task) pair: its samples are not independent)."""
-    keys = sorted(set(clusters), key=str)
-    groups = [values[[c == k for c in clusters]] for k in keys]
-    sums = np.array([g.sum() for g in groups])
-    counts = np.array([len(g) for g in groups])
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(keys), size=(n_boot, len(keys)))
-    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
-
-
 def paired_table(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
-    """Success at the first and last eval of every run, paired by (seed, eval task):
+    """Success at the first and last eval of every run, paired by (seed, eval task): the unit of
+    resampling is that pair (a task's samples are correlated), as ``seed-gym compare`` does.
 
     - ``gain``: last minus first eval of the same run (same tasks, env seeds and sampling seeds),
-      per algorithm, with a 95% interval from a bootstrap over (seed, task) clusters;
+      per algorithm, with its paired bootstrap 95% interval (``stats.paired_difference``);
     - ``vs``: each algorithm minus the first one at the last eval (runs of one seed share tasks).
     """
     table: dict[str, Any] = {"gain": {}, "vs": {}}
-    last_by: dict[tuple[str, str], dict[tuple[int, str], float]] = {}
     for split in ("seen", "unseen"):
+        last_by: dict[str, dict[tuple[int, str], float]] = {}
         for algo in algos:
-            diffs, clusters, firsts, lasts, per_seed = [], [], [], [], {}
+            first, last, per_seed = {}, {}, {}
             for seed in seeds:
                 evals = eval_episodes(out / "runs" / f"{algo}-s{seed}", split)
                 if len(evals) < 2:
                     continue
-                first, last = task_success(evals[min(evals)]), task_success(evals[max(evals)])
-                tasks = sorted(set(first) & set(last))
-                d = [last[t] - first[t] for t in tasks]
-                diffs += d
-                clusters += [(seed, t) for t in tasks]
-                firsts += [first[t] for t in tasks]
-                lasts += [last[t] for t in tasks]
-                per_seed[str(seed)] = float(np.mean(d)) if d else 0.0
-                last_by.setdefault((split, algo), {}).update({(seed, t): last[t] for t in tasks})
-            if not diffs:
+                f, la = task_success(evals[min(evals)]), task_success(evals[max(evals)])
+                tasks = sorted(set(f) & set(la))
+                first.update({(seed, t): f[t] for t in tasks})
+                last.update({(seed, t): la[t] for t in tasks})
+                per_seed[str(seed)] = float(np.mean([la[t] - f[t] for t in tasks]))
+            if not first:
                 continue
-            d = np.array(diffs)
+            keys = sorted(first)
+            d = paired_difference([first[k] for k in keys], [last[k] for k in keys])
             table["gain"].setdefault(split, {})[algo] = {
-                "first": float(np.mean(firsts)),
-                "last": float(np.mean(lasts)),
-                "gain": float(d.mean()),
-                "ci95": cluster_bootstrap_ci(d, clusters),
+                "first": d["mean_a"],
+                "last": d["mean_b"],
+                "gain": d["diff"],
+                "ci95": d["ci95"],
                 "per_seed": per_seed,
-                "tasks": len(set(clusters)),
+                "tasks": d["n"],
             }
-        base = last_by.get((split, algos[0]), {})
+            last_by[algo] = last
+        base = last_by.get(algos[0], {})
         for algo in algos[1:]:
-            other = last_by.get((split, algo), {})
-            keys = sorted(set(base) & set(other), key=str)
-            if not keys:
-                continue
-            d = np.array([other[k] - base[k] for k in keys])
-            table["vs"].setdefault(split, {})[f"{algo} - {algos[0]}"] = {
-                "diff": float(d.mean()),
-                "ci95": cluster_bootstrap_ci(d, keys),
-            }
+            keys = sorted(set(base) & set(last_by.get(algo, {})))
+            if keys:
+                d = paired_difference([base[k] for k in keys], [last_by[algo][k] for k in keys])
+                table["vs"].setdefault(split, {})[f"{algo} - {algos[0]}"] = {
+                    "diff": d["diff"],
+                    "ci95": d["ci95"],
+                }
     return table
 
 
@@ -336,7 +305,7 @@ def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
                     {
                         "env_steps": float(x),
                         "diff": float(d.mean()),
-                        "ci95": bootstrap_mean_ci(d),
+                        "ci95": list(bootstrap_ci(lambda idx, d=d: float(d[idx].mean()), len(d))),
                         "per_seed": d.tolist(),
                     }
                 )
@@ -470,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     res["config"] = config
     res["wall_seconds"] = times
     (out / "learning.json").write_text(json.dumps(res, indent=2) + "\n")
-    write_plot(res, out / "learning.svg", config["env"])
+    env = run_config(config, algos[0], seeds[0], args.train_arg).env
+    res["env"] = env
+    write_plot(res, out / "learning.svg", env)
     (out / "learning.md").write_text(table_markdown(res) + "\n")
     write_report([out / "runs"], out / "report.html", title=f"learning: {' vs '.join(algos)}")
     print_summary(res)

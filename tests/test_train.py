@@ -206,9 +206,13 @@ def test_smollm2_smoke(tmp_path):
             "--no-tensorboard",
             "--no-save-hf",
             # GRPO never analyzes: skip the preset's analyzer warm-up rows (CI time; they are
-            # tested in test_warmup.py), the action rows are still the preset's
+            # tested in test_warmup.py), and a short warm-up (the preset's takes ~10 minutes)
             "--format-warmup-analyzer-episodes",
             "0",
+            "--format-warmup-episodes",
+            "8",
+            "--format-warmup-epochs",
+            "1",
         ]
     )
     m = train(cfg)

@@ -244,9 +244,9 @@ def response_logprobs(
     """Per-token logprobs of ``responses[i]`` after ``prompts[i]``: a list of fp32 CPU tensors
     ``[L_i]`` (and entropies ``[L_i]`` if asked), in input order.
 
-    Runs ``micro_batch`` pairs per forward pass; with ``sort_by_length`` pairs of similar length
-    share a micro-batch, which wastes less compute on padding (results do not depend on it up to
-    floating-point noise).
+    Runs ``micro_batch`` pairs per forward pass; with ``sort_by_length`` pairs are ordered by
+    prompt tokens, so pairs that share a prompt prefix (and have similar lengths) share a
+    micro-batch and its prefix pass (results do not depend on it up to floating-point noise).
 
     Vision-language policies: ``images[i]`` are the pictures of prompt i (whose ids already hold
     the expanded image tokens) and ``processor`` turns them into pixel values.
@@ -259,7 +259,9 @@ def response_logprobs(
     device = next(model.parameters()).device
     order = list(range(n))
     if sort_by_length:
-        order.sort(key=lambda i: (len(prompts[i]) + len(responses[i]), i))
+        # prompts in token order: those that share a long prefix (the steps of one trajectory
+        # under its skill) land in one micro-batch and share it; lengths stay close too
+        order.sort(key=lambda i: (list(prompts[i]), len(responses[i]), i))
     out_lp: list[torch.Tensor | None] = [None] * n
     out_ent: list[torch.Tensor | None] = [None] * n
     was_training = model.training

@@ -152,3 +152,39 @@ def load_checkpoint(path: Path, model, optimizer) -> dict:
     np.random.set_state(_numpy_state_in(payload["rng"]["numpy"]))
     torch.set_rng_state(payload["rng"]["torch"])
     return payload
+
+
+# --- the end of a run: success before and after, from the eval episodes ---------------------------
+def eval_summary(run_dir: Path, splits: tuple[str, ...]) -> list[str]:
+    """Lines comparing the first and last eval of each split (``RUN_DIR/evals``): sampled
+    success with a 95% interval (bootstrap over eval tasks, whose samples are correlated) and the
+    paired gain with its interval. Empty when a split was evaluated fewer than twice."""
+    from seed_gym.stats import bootstrap_ci, paired_difference
+
+    lines = []
+    for split in splits:
+        files = sorted((run_dir / "evals").glob(f"iter_*-{split}.jsonl"))
+        if len(files) < 2:
+            continue
+        first, last = (_task_success(f) for f in (files[0], files[-1]))
+        tasks = sorted(set(first) & set(last))
+        a, b = np.array([first[t] for t in tasks]), np.array([last[t] for t in tasks])
+        ci = [bootstrap_ci(lambda i, x=x: float(x[i].mean()), len(x)) for x in (a, b)]
+        gain = paired_difference(a, b)
+        it0, it1 = (int(f.name[5:9]) for f in (files[0], files[-1]))
+        lines.append(
+            f"{split:>6} success: iteration {it0} {a.mean():.3f} [{ci[0][0]:.3f}, {ci[0][1]:.3f}]"
+            f" -> iteration {it1} {b.mean():.3f} [{ci[1][0]:.3f}, {ci[1][1]:.3f}];"
+            f" gain {gain['diff']:+.3f} [{gain['ci95'][0]:+.3f}, {gain['ci95'][1]:+.3f}]"
+            f" (95% intervals, {len(tasks)} tasks)"
+        )
+    return lines
+
+
+def _task_success(path: Path) -> dict[str, float]:
+    won: dict[str, list[float]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            won.setdefault(row["task_id"], []).append(float(row["won"]))
+    return {t: float(np.mean(v)) for t, v in won.items()}

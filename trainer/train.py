@@ -40,7 +40,13 @@ from typing import Any
 import numpy as np
 
 from seed_gym.trainer.config import TrainConfig, parse_args
-from seed_gym.trainer.run_state import Logger, load_checkpoint, save_checkpoint, truncate_metrics
+from seed_gym.trainer.run_state import (
+    Logger,
+    eval_summary,
+    load_checkpoint,
+    save_checkpoint,
+    truncate_metrics,
+)
 
 
 # --- small helpers (the loop below reads top to bottom) -----------------------------------------
@@ -625,6 +631,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(sys.argv[1:] if argv is None else argv)
     train(cfg)
+    for line in eval_summary(Path(cfg.out), cfg.eval_splits):
+        print(line, file=sys.stderr)
     print(f"run written to {cfg.out}", file=sys.stderr)
     return 0
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from seed_gym.trainer.trajectory import Trajectory
 
 # bump when demonstrations or training change, so old cached models are not reused
-WARMUP_VERSION = 2
+WARMUP_VERSION = 3  # 3: analyzer prompts state the outcome in words and the env return
 
 
 # --- the reasoning shown before each action -----------------------------------------------------
