@@ -273,6 +273,9 @@ class SokobanEnv(SeedEnv):
                 state, _, _ = move(room.floor, state, self._deltas[action])
         return list(self._plan_cache[self._state])
 
+    def oracle_can_win(self) -> bool:
+        return self.solution() is not None
+
     def oracle_action(self) -> str:
         """The first move of an optimal solution; ``up`` when the room can no longer be solved
         (a box is stuck), so the oracle still answers with a legal move."""

@@ -8,13 +8,13 @@ from seed_gym.registration import (
     agent_spec,
     list_envs,
     make,
-    make_agent_env,
     register,
     split_manifest,
     task_ids,
 )
 from seed_gym.spaces import FreeText
 from seed_gym.splits import SPLITS, SplitManifest
+from seed_gym.wrappers.agent import make_agent_env
 
 __version__ = "0.2.0"
 

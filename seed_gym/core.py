@@ -145,6 +145,11 @@ class SeedEnv(gym.Env[dict, str]):
         """The privileged expert's next action (uses state the agent never sees)."""
         raise NotImplementedError(f"{type(self).__name__} has no oracle")
 
+    def oracle_can_win(self) -> bool:
+        """Whether ``oracle_action`` can still win from here (False once, say, a Sokoban box is
+        pushed into a corner); demonstrations stop cloning the oracle then."""
+        return True
+
     def reward_potential(self) -> float | None:
         """Φ of the current state when the reward holds potential-based shaping
         ``r = r' + Φ(s') - Φ(s)`` (Ng et al., 1999; Sokoban's ±1 for a box on or off a target),

@@ -31,11 +31,8 @@ rest; a different config in the same folder is refused (``--overwrite`` starts o
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import math
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -43,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from seed_gym import stats
-from seed_gym.trajlog import json_line
+from seed_gym.jsonl import json_line, read_jsonl
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -73,20 +70,6 @@ def add_import_argument(parser: argparse.ArgumentParser) -> None:
         metavar="MODULE",
         help="module or .py file that registers extra envs (repeatable)",
     )
-
-
-def import_env_modules(modules: list[str]) -> None:
-    """Import user modules (names or ``.py`` paths) so their ``seed_gym.register`` calls run."""
-    for spec in modules:
-        path = Path(spec)
-        if spec.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise FileNotFoundError(f"--import {spec}: no such file")
-            # by module name from its folder, so its envs pickle into subprocess workers
-            sys.path.insert(0, str(path.resolve().parent))
-            importlib.import_module(path.stem)
-        else:
-            importlib.import_module(spec)
 
 
 def _numeric_extras(info: dict[str, Any]) -> dict[str, float]:
@@ -220,8 +203,6 @@ def package_versions() -> dict[str, str]:
 # --- resumable episode log ---------------------------------------------------------------------
 def _read_valid_jsonl(path: Path) -> list[dict[str, Any]]:
     """The complete JSON lines of ``path``: a line cut short by a killed writer is dropped."""
-    from seed_gym.trajlog import read_jsonl
-
     return read_jsonl(path) if path.exists() else []
 
 

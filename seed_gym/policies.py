@@ -22,10 +22,8 @@ its batch: a resumed eval samples exactly what an uninterrupted one would have.
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import importlib
 import inspect
-import io
 import json
 import os
 import time
@@ -33,13 +31,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 
-from seed_gym.trajlog import clean_text
+from seed_gym.images import IMAGE_PLACEHOLDER, png_data_url
+from seed_gym.jsonl import clean_text
+from seed_gym.seeding import derive_seed
 
 
 @runtime_checkable
@@ -95,43 +94,6 @@ class OraclePolicy:
         pass
 
 
-# --- model policies ---------------------------------------------------------------------------
-def episode_turn_seed(seed: int, turn: int) -> int:
-    """The sampling seed of one turn of one episode (independent of batching)."""
-    return int(np.random.SeedSequence([int(seed), int(turn)]).generate_state(1, np.uint64)[0] >> 2)
-
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-
-
-def weights_sha256(folder: str | Path) -> str:
-    """sha256 over the weight files of a model folder: each file's relative name and content, in
-    sorted order (configs and tokenizers are not weights and are left out)."""
-    from seed_gym.data import file_sha256
-
-    folder = Path(folder)
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
-    if not files:
-        raise FileNotFoundError(f"no weight files ({', '.join(WEIGHT_SUFFIXES)}) in {folder}")
-    h = hashlib.sha256()
-    for p in files:
-        h.update(f"{p.relative_to(folder).as_posix()}\0{file_sha256(p)}\n".encode())
-    return h.hexdigest()
-
-
-def state_dict_sha256(model) -> str:
-    """sha256 over a model's tensors (name, dtype, shape, bytes) in name order: the hash of weights
-    that live only in memory (the seeded tiny model)."""
-    import torch
-
-    h = hashlib.sha256()
-    for name, t in sorted(model.state_dict().items()):
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\n".encode())
-        h.update(t.view(-1).view(dtype=torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
 class _EpisodeStreams:
     """Per-episode (seed, turn) bookkeeping shared by the model policies."""
 
@@ -146,121 +108,7 @@ class _EpisodeStreams:
     def next_seed(self, env: gym.Env) -> int:
         seed, turn = self.state.setdefault(id(env), [0, 0])
         self.state[id(env)][1] = turn + 1
-        return episode_turn_seed(seed, turn)
-
-
-class ModelPolicy:
-    """A local Hugging Face causal LM sampled with the trainer's ``HFEngine``.
-
-    Args:
-        path: a model folder, ``"smollm2"`` or ``"tiny"`` (``trainer.models.load_policy``).
-        temperature: 0 (default) is greedy.
-        max_new_tokens: completion budget per turn.
-        batch_size: prompts per forward pass; ``seed-gym eval`` runs this many episodes at once.
-        bf16: sample under bf16 autocast (faster on CPU).
-    """
-
-    acts_on: Literal["game", "agent"] = "agent"
-
-    def __init__(
-        self,
-        path: str | None,
-        *,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_new_tokens: int = 256,
-        batch_size: int = 16,
-        bf16: bool = False,
-        seed: int = 0,
-    ):
-        from seed_gym.trainer.engines import HFEngine
-        from seed_gym.trainer.models import load_policy
-
-        self.path = path or "smollm2"
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        self.name = f"model:{self.path}"
-        self.loaded = load_policy(self.path, seed=seed)
-        self.tokenizer = self.loaded.tokenizer
-        self.engine = HFEngine(
-            self.loaded.model, self.tokenizer, max_batch=batch_size, autocast_bf16=bf16
-        )
-        self.temperature, self.top_p = float(temperature), float(top_p)
-        self.max_new_tokens, self.batch_size, self.bf16 = int(max_new_tokens), batch_size, bf16
-        self.streams = _EpisodeStreams()
-
-    def describe(self) -> dict[str, Any]:
-        """What ``results.json`` records about the model."""
-        if self.path == "tiny":
-            where, method = "tiny (seeded random)", "state_dict"
-            digest = state_dict_sha256(self.loaded.model)
-        else:
-            from seed_gym.trainer.models import smollm2_dir
-
-            folder = smollm2_dir() if self.path == "smollm2" else Path(self.path).expanduser()
-            where, digest, method = str(folder), weights_sha256(folder), "weight files"
-        return {
-            "model": self.path,
-            "model_path": where,
-            "model_sha256": digest,
-            "model_hash_of": method,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_new_tokens": self.max_new_tokens,
-            "batch_size": self.batch_size,
-            "bf16": self.bf16,
-        }
-
-    def reset(self, env: gym.Env, *, seed: int) -> None:
-        self.streams.reset(env, seed)
-
-    def act(self, env: gym.Env, obs: Any, info: dict[str, Any]) -> str:
-        return self.act_batch([env], [obs], [info])[0]
-
-    def act_batch(
-        self, envs: Sequence[gym.Env], obs: Sequence[Any], infos: Sequence[dict[str, Any]]
-    ) -> list[str]:
-        if any(o.get("images") for o in obs):
-            raise ValueError(
-                f"{self.name}: image observations need a vision-language engine; evaluate this "
-                "text model with --modality text"
-            )
-        from seed_gym.trainer.engines import encode_chat
-
-        stop = list(envs[0].agent_spec.stop)
-        prompts = [encode_chat(self.tokenizer, o["messages"]) for o in obs]
-        seeds = [self.streams.next_seed(env) for env in envs]
-        # similar lengths share a forward pass; each row samples from its own episode's stream
-        order = sorted(range(len(prompts)), key=lambda i: (len(prompts[i]), i))
-        gens: list[Any] = [None] * len(prompts)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            chunk = self.engine._generate_batch(
-                [prompts[i] for i in idx],
-                self.max_new_tokens,
-                self.temperature,
-                self.top_p,
-                stop,
-                [seeds[i] for i in idx],
-            )
-            for i, g in zip(idx, chunk, strict=True):
-                gens[i] = g
-        for env, g in zip(envs, gens, strict=True):
-            self.streams.last[id(env)] = {
-                "tokens": [self.tokenizer.decode([t]) for t in g.ids],
-                "token_ids": list(g.ids),
-                "logprobs": [float(x) for x in g.logprobs],
-                "finish_reason": g.finish_reason,
-            }
-        return [g.text for g in gens]
-
-    def details(self, env: gym.Env) -> dict[str, Any] | None:
-        """Token strings, ids and logprobs of the last completion for ``env``."""
-        return self.streams.last.get(id(env))
-
-    def close(self) -> None:
-        self.engine = None  # type: ignore[assignment]
-        self.loaded = None  # type: ignore[assignment]
+        return derive_seed(seed, turn)
 
 
 def openai_content(messages: Sequence[dict[str, Any]], images: Sequence[Any]) -> list[dict]:
@@ -272,11 +120,11 @@ def openai_content(messages: Sequence[dict[str, Any]], images: Sequence[Any]) ->
     out = []
     for m in messages:
         text = m["content"]
-        if m["role"] != "user" or "<image>" not in text:
+        if m["role"] != "user" or IMAGE_PLACEHOLDER not in text:
             out.append({"role": m["role"], "content": text})
             continue
         parts: list[dict[str, Any]] = []
-        pieces = text.split("<image>")
+        pieces = text.split(IMAGE_PLACEHOLDER)
         for j, piece in enumerate(pieces):
             if piece:
                 parts.append({"type": "text", "text": piece})
@@ -286,17 +134,6 @@ def openai_content(messages: Sequence[dict[str, Any]], images: Sequence[Any]) ->
                 )
         out.append({"role": m["role"], "content": parts})
     return out
-
-
-def png_data_url(image: Any) -> str:
-    """A PIL image or (H, W, 3) uint8 array as a ``data:image/png;base64,...`` URL."""
-    from PIL import Image
-
-    if not isinstance(image, Image.Image):
-        image = Image.fromarray(np.asarray(image, dtype=np.uint8))
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 class OpenAIPolicy:
@@ -424,11 +261,20 @@ class OpenAIPolicy:
         pass
 
 
+MODEL_POLICY = "seed_gym.trainer.model_policy:ModelPolicy"
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 PolicyFactory = Callable[..., Policy]
 POLICIES: dict[str, PolicyFactory] = {
     "random": lambda arg, **options: RandomPolicy(),
     "oracle": lambda arg, **options: OraclePolicy(),
-    "model": lambda arg, **options: ModelPolicy(arg, **options),
+    # the trainer's engine samples model:PATH; loaded on use, so the registry stays in the core
+    "model": lambda arg, **options: _load(MODEL_POLICY)(arg, **options),
     "openai": lambda arg, **options: OpenAIPolicy(arg, **options),
 }
 

@@ -1,4 +1,5 @@
-"""Every ``register()`` call, and ``make`` / ``make_agent_env`` / ``list_envs`` / ``task_ids``.
+"""Every ``register()`` call, and ``make`` / ``list_envs`` / ``task_ids`` / ``import_env_modules``
+(the chat-facing ``make_agent_env`` lives in ``seed_gym.wrappers.agent``).
 
 Env ids live in gymnasium's registry under the ``seed_gym`` namespace, so ``gymnasium.make``
 works too. Each id also names its *agent spec* (prompt template, parser, history window, penalty;
@@ -10,7 +11,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -74,18 +77,19 @@ def make(env_id: str, split: str = "train", modality: str | None = None, **kwarg
     return gym.make(env_id, split=split, **kwargs)
 
 
-def make_agent_env(
-    env_id: str,
-    split: str = "train",
-    modality: str | None = None,
-    history: int | None = None,
-    **kwargs: Any,
-) -> gym.Env:
-    """The chat-facing env: prompts with a history window, parsed completions, penalties."""
-    from seed_gym.wrappers.agent import wrap_agent
-
-    env = make(env_id, split=split, modality=modality, **kwargs)
-    return wrap_agent(env, agent_spec(env_id), history=history)
+def import_env_modules(modules: list[str]) -> None:
+    """Import user modules (names or ``.py`` paths) so their ``seed_gym.register`` calls run
+    (the CLI's ``--import``)."""
+    for spec in modules:
+        path = Path(spec)
+        if spec.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise FileNotFoundError(f"--import {spec}: no such file")
+            # by module name from its folder, so its envs pickle into subprocess workers
+            sys.path.insert(0, str(path.resolve().parent))
+            importlib.import_module(path.stem)
+        else:
+            importlib.import_module(spec)
 
 
 def parse_env_kwargs(pairs: Iterable[str]) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seed_gym.trajlog import read_jsonl, trajectory_files
+from seed_gym.jsonl import read_jsonl
+from seed_gym.trajlog import trajectory_files
 
 SPLITS = ("train", "seen", "unseen")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")

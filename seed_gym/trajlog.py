@@ -26,31 +26,16 @@ Readers ignore unknown keys; a partially written last line (a killed writer) is 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seed_gym.images import png_data_url
+from seed_gym.jsonl import clean_text, json_line, read_jsonl  # noqa: F401 - readers import them here
+
 FORMAT = "seed-gym/trajectory-v1"
 TRAJ_DIR = "trajectories"
-
-
-def clean_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD. A model server's JSON may hold
-    ``"\\ud800"``, which decodes to a ``str`` that UTF-8 cannot encode: written as is it raised
-    ``UnicodeEncodeError`` mid-eval and left an empty ``episodes.jsonl``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        # UTF-16 with surrogatepass joins any valid pair; "replace" turns lone halves into U+FFFD
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def json_line(record: Any) -> str:
-    """One JSON line (UTF-8 kept readable, lone surrogates made writable), newline included."""
-    return clean_text(json.dumps(record, ensure_ascii=False)) + "\n"
 
 
 def iteration_path(run_dir: str | Path, iteration: int) -> Path:
@@ -80,8 +65,6 @@ def _skill_text(skill: Any) -> tuple[str | None, str | None]:
 
 
 def image_urls(images: Sequence[Any]) -> list[str]:
-    from seed_gym.policies import png_data_url
-
     return [png_data_url(im) for im in images]
 
 
@@ -248,20 +231,6 @@ def append_trajectory(path: str | Path, record: dict[str, Any]) -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(json_line(record))
         f.flush()
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """JSON lines of ``path``; a line that does not parse (a writer killed mid-line) is skipped."""
-    out = []
-    with Path(path).open(encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
 
 
 def trajectory_files(run_dir: str | Path) -> list[Path]:

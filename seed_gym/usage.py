@@ -60,7 +60,7 @@ def env_kwargs_or_exit(prog: str, pairs: list[str]) -> dict[str, Any]:
 
 def import_modules_or_exit(prog: str, modules: list[str]) -> None:
     """``--import`` modules, with a one-line error for one that is missing or fails to import."""
-    from seed_gym.evaluate import import_env_modules
+    from seed_gym.registration import import_env_modules
 
     try:
         import_env_modules(modules)

@@ -6,16 +6,15 @@ import sys
 import urllib.request
 
 import pytest
+from conftest import import_example
 
 import seed_gym
 from seed_gym.trainer.analyzer import analyzer_messages, parse_skill_json
-from seed_gym.trainer.annotators import (
-    PHRASINGS,
-    OpenAIAnnotator,
-    PrivilegedAnnotator,
-    register_phrasing,
-)
+from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
 from seed_gym.trainer.trajectory import StepSample, Trajectory
+from seed_gym.wrappers.spec import AgentSpec, parse_think_action
+
+guess_number = import_example()
 
 
 def step(obs: str, action: str | None, reward: float = 0.0) -> StepSample:
@@ -142,17 +141,21 @@ def test_generic_template_and_phrasing_hook():
         "To cool an egg, repeat the workflow that worked: look. In general, the reference expert plan "
         "is: go to fridge 1, open fridge 1, take egg 1 from fridge 1."
     )
-    register_phrasing("MyEnv", lambda info, t: f"press the {info['button']} button")
-    try:
-        (s,) = PrivilegedAnnotator("seed_gym/MyEnv-v0").annotate(
-            [traj("open the door", [], won=False)], [{"button": "green"}]
-        )
-        assert s.skill == (
-            "Avoid this mistake: the agent never took an action; warning sign: ending a step without "
-            "an action. Instead, press the green button."
-        )
-    finally:
-        PHRASINGS.pop("myenv")
+    # an env's own clause comes from its agent spec (no trainer edit): a user env registers one
+    spec = AgentSpec(
+        render=lambda ctx: "", parse=parse_think_action, history=0,
+        hindsight=lambda info, t: f"press the {info['button']} button",
+    )  # fmt: skip
+    seed_gym.register(
+        "test/MyEnv-v0", guess_number.GuessNumberEnv, max_episode_steps=3, agent_spec=spec
+    )
+    (s,) = PrivilegedAnnotator("test/MyEnv-v0").annotate(
+        [traj("open the door", [], won=False)], [{"button": "green"}]
+    )
+    assert s.skill == (
+        "Avoid this mistake: the agent never took an action; warning sign: ending a step without "
+        "an action. Instead, press the green button."
+    )
     # ALFWorld's hook reads the expert plan
     (s,) = PrivilegedAnnotator("seed_gym/ALFWorld-v0").annotate(
         [traj("cool an egg", ["look"] * 3, won=False)], [info]

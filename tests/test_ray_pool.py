@@ -18,7 +18,7 @@ from seed_gym.checker import _equal
 
 ray = pytest.importorskip("ray")
 
-from seed_gym.wrappers.group import EnvPoolError  # noqa: E402
+from seed_gym.wrappers.pool_errors import EnvPoolError  # noqa: E402
 from seed_gym.wrappers.ray_pool import ERROR_KEY, RayEnvPool  # noqa: E402
 
 # workers unpickle the factories below; this test module is not importable there

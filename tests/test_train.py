@@ -356,3 +356,27 @@ def test_checkpoints_written_by_0_1_still_load(tmp_path):
     np.random.set_state(_numpy_state_in(old["rng"]["numpy"]))
     train(parse_args(["--out", str(tmp_path / "r"), "--resume", "--iterations", "2"]))
     assert [m["iteration"] for m in run_metrics(tmp_path / "r")] == [1, 2]
+
+
+def test_the_example_env_trains_with_seed_warmup_and_stage1_without_trainer_edits(
+    tmp_path, monkeypatch
+):
+    """docs/examples/guess_number.py names its demonstration reasoning and hindsight phrasing in
+    its AgentSpec: the format warm-up, SEED Stage 1 with the privileged annotator and SEED itself
+    run on it with no trainer change."""
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
+    example = str(seed_gym.__path__[0] + "/../docs/examples/guess_number.py")
+    out = tmp_path / "guess-seed"
+    argv = ["--preset", "tiny", "--import", example, "--env", "example/GuessNumber-v0"]
+    argv += ["--algo", "seed", "--iterations", "1", "--out", str(out), "--no-progress"]
+    argv += ["--format-warmup-episodes", "2", "--format-warmup-analyzer-episodes", "2"]
+    m = train(parse_args(argv))
+    assert m["rollout/episodes"] == 4.0
+    warm = next((tmp_path / "cache" / "models").glob("warmup-guessnumber-v0-tiny-*"))
+    record = json.loads((warm / "warmup.json").read_text())
+    assert record["oracle_rows"] > 0 and record["analyzer_rows"] == 2
+    assert "I guess" in record["example_completion"]  # the spec's reasoning
+    stage1 = json.loads((out / "stage1" / "stage1.json").read_text())
+    rows = [json.loads(x) for x in (out / "stage1" / "stage1_dataset.jsonl").read_text().splitlines()]
+    assert stage1["annotator"] == "privileged"
+    assert all("the secret was" in json.loads(r["completion"])["episode_skill"] for r in rows)

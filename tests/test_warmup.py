@@ -13,16 +13,14 @@ import pytest
 
 import seed_gym
 from seed_gym.trainer.warmup import (
-    Step,
     WarmupSettings,
     analyzer_demonstrations,
     build_warmup_model,
     demonstrations,
-    ezpoints_think,
     format_warmup,
-    render_completion,
-    sokoban_think,
 )
+from seed_gym.wrappers.spec import DemoStep
+from seed_gym.wrappers.templates import ezpoints, search, sokoban
 
 ENVS = [
     "seed_gym/Sokoban-v0",
@@ -108,18 +106,20 @@ def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
 
 def test_reasoning_reads_only_the_observation():
     grid = "# # # # #\n# P _ # #\n# _ X _ #\n# O _ √ #\n# # # # #"
-    step = Step("seed_gym/Sokoban-v0", grid, "Push every box onto a target.", "down", {})
-    assert sokoban_think(step) == (
+    # each env's reasoning lives in its agent spec (wrappers/templates/<env>.py)
+    step = DemoStep(grid, "Push every box onto a target.", "down", {})
+    assert sokoban.reasoning(step) == (
         "I am at (1, 1). Box at (2, 2). On target: (3, 3). Target at (3, 1). I move down."
     )
-    assert render_completion(step) == f"<think>{sokoban_think(step)}</think><action>down</action>"
+    expected = f"<think>{sokoban.reasoning(step)}</think><action>down</action>"
+    assert sokoban.SPEC.demo_completion(step) == expected
     cards = "Cards: the Queen of Hearts and the 2 of Spades.\nFormula: 10 +"
-    step = Step("seed_gym/EZPoints-v0", cards, "", "2", {})
-    assert ezpoints_think(step) == (
+    step = DemoStep(cards, "", "2", {})
+    assert ezpoints.reasoning(step) == (
         "The cards count 10 and 2. The formula so far is '10 +'. I append 2."
     )
-    search = Step("seed_gym/SearchQA-v0", "", "q", "<answer> Paris </answer>", {})
-    assert render_completion(search).endswith("</think><answer> Paris </answer>")
+    answer = DemoStep("", "q", "<answer> Paris </answer>", {})
+    assert search.SPEC.demo_completion(answer).endswith("</think><answer> Paris </answer>")
 
 
 def test_warmup_lowers_the_completion_loss_of_the_tiny_model():

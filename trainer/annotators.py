@@ -10,7 +10,7 @@
   ``env.unwrapped.privileged_info()`` taken at reset (ALFWorld expert plan, Sokoban solver solution,
   EZPoints solution, WebShop goal attributes, search gold answers and supporting documents), and
   from the trajectory itself (its actions, invalid outputs, loops). A generic template is keyed on
-  the privileged fields; ``PHRASINGS`` holds one phrasing hook per env (``register_phrasing``).
+  the privileged fields; each env's own clause is its agent spec's ``hindsight`` hook.
   This makes Stage 1 runnable offline (SEED.md: "beyond the paper"), and its skills can serve
   as the privileged teacher context of the ``opsd`` baseline.
 - ``StaticSkillAnnotator``: a fixed skill bank per task type (the ``static-skills`` baseline).
@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from seed_gym.registration import agent_spec, list_envs
 from seed_gym.trainer.analyzer import (
     Skill,
     SkillParseError,
@@ -35,6 +36,8 @@ from seed_gym.trainer.analyzer import (
     parse_skill_json,
 )
 from seed_gym.trainer.trajectory import Trajectory
+from seed_gym.wrappers.phrasing import clip, listing
+from seed_gym.wrappers.spec import Hindsight
 
 
 class Annotator(Protocol):
@@ -146,116 +149,12 @@ class OpenAIAnnotator:
 
 
 # --- privileged hindsight annotator -------------------------------------------------------------
-Phrasing = Callable[[dict[str, Any], Trajectory], str | None]
-"""privileged info + trajectory -> the env-specific "how to do it" sentence (or None)."""
-
-PHRASINGS: dict[str, Phrasing] = {}
-
-
-def register_phrasing(env_key: str, fn: Phrasing) -> None:
-    """Use ``fn`` for env ids containing ``env_key`` (case-insensitive), e.g. ``"Sokoban"``."""
-    PHRASINGS[env_key.lower()] = fn
-
-
-def _seq(items: Sequence[Any], limit: int) -> str:
-    items = [str(x) for x in items]
-    more = len(items) - limit
-    return ", ".join(items[:limit]) + (f", ... ({more} more)" if more > 0 else "")
-
-
-def _quote(text: str, limit: int = 160) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _task_phrase(task: str) -> str:
     """ "Push every box onto a target." -> "push every box onto a target" (to follow "To ")."""
-    text = _quote(task, 100).rstrip(" .!")
+    text = clip(task, 100).rstrip(" .!")
     if len(text) > 1 and text[0].isupper() and not text[1].isupper():
         text = text[0].lower() + text[1:]
     return text
-
-
-def _alfworld(info: dict[str, Any], traj: Trajectory) -> str | None:
-    plan = info.get("expert_plan") or info.get("plan")
-    if not plan:
-        return None
-    return f"the expert order of actions is: {_seq(plan, 12)}"
-
-
-def _sokoban(info: dict[str, Any], traj: Trajectory) -> str | None:
-    plan = info.get("solution")
-    if not plan:
-        return None
-    return (
-        f"a shortest solution from the start is {len(plan)} moves: {_seq(plan, 20)}; plan each push "
-        "so the box never ends against a wall away from the target"
-    )
-
-
-def _ezpoints(info: dict[str, Any], traj: Trajectory) -> str | None:
-    solution = info.get("solution")
-    if not solution:
-        return None
-    cards = info.get("cards")
-    values = info.get("card_values")
-    held = (
-        f"with {' and '.join(map(str, cards))} (values {_seq(values, 4)}) "
-        if cards and values
-        else ""
-    )
-    end = "" if str(solution).rstrip().endswith("=") else ", then '='"
-    return f"{held}append '{solution}' one token per step{end}, using each card value exactly once"
-
-
-def _webshop(info: dict[str, Any], traj: Trajectory) -> str | None:
-    parts = []
-    if info.get("query"):
-        parts.append(f"search for '{_quote(info['query'], 80)}'")
-    if info.get("attributes"):
-        parts.append(f"open an item whose page shows {_seq(info['attributes'], 6)}")
-    options = info.get("options")
-    if options:
-        opts = options.items() if isinstance(options, dict) else [(None, o) for o in options]
-        parts.append(
-            "click the options " + _seq([v if k is None else f"{k}: {v}" for k, v in opts], 6)
-        )
-    if info.get("price_upper"):
-        parts.append(f"check the price is below {info['price_upper']}")
-    if not parts:
-        return None
-    return ", ".join(parts) + ", then click buy now"
-
-
-def _search(info: dict[str, Any], traj: Trajectory) -> str | None:
-    answers = [str(a) for a in info.get("golden_answers") or info.get("answers") or []]
-    docs = info.get("supporting_docs") or []
-    queries = info.get("oracle_queries") or []
-    seen = " ".join(s.observation for s in traj.steps).lower()
-    parts = []
-    if queries:
-        parts.append(f"search for '{_quote(queries[0], 80)}'")
-    titles = [d.get("title") for d in docs if isinstance(d, dict) and d.get("title")]
-    if titles:
-        parts.append(f"the document titled '{_quote(titles[0], 80)}' holds the answer")
-    # name the answer only when the agent's own retrievals showed it, so the skill stays something
-    # an analyzer could have read off the trajectory
-    shown = [a for a in answers if a and a.lower() in seen]
-    if shown:
-        parts.append(f"answer '{_quote(shown[0], 60)}' as soon as a document states it")
-    elif answers:
-        parts.append("answer only with the exact entity a retrieved document states")
-    return ", ".join(parts) or None
-
-
-for _key, _fn in (
-    ("alfworld", _alfworld),
-    ("sokoban", _sokoban),
-    ("ezpoints", _ezpoints),
-    ("webshop", _webshop),
-    ("search", _search),
-):
-    register_phrasing(_key, _fn)
 
 
 def _generic(info: dict[str, Any], traj: Trajectory) -> str | None:
@@ -263,9 +162,9 @@ def _generic(info: dict[str, Any], traj: Trajectory) -> str | None:
     for key in ("expert_plan", "plan", "solution", "solutions", "golden_answers", "answer"):
         value = info.get(key)
         if value:
-            shown = _seq(value, 12) if isinstance(value, (list, tuple)) else _quote(value)
+            shown = listing(value, 12) if isinstance(value, (list, tuple)) else clip(value)
             return f"the reference {key.replace('_', ' ')} is: {shown}"
-    fields = [f"{k}: {_quote(json.dumps(v, default=str), 60)}" for k, v in info.items() if v]
+    fields = [f"{k}: {clip(json.dumps(v, default=str), 60)}" for k, v in info.items() if v]
     return ("the hidden facts are " + "; ".join(fields[:4])) if fields else None
 
 
@@ -283,19 +182,20 @@ def _loop(traj: Trajectory) -> tuple[str, int] | None:
 class PrivilegedAnnotator:
     """Skills written from privileged env info; deterministic, no model, always parseable.
 
-    ``env_id`` picks the phrasing hook (by substring, case-insensitive); ``phrasing`` overrides it.
+    The env's own clause comes from its agent spec (``AgentSpec.hindsight``); ``phrasing``
+    overrides it; envs without one get a generic clause built from the privileged fields.
     ``privileged[i]`` is ``env.unwrapped.privileged_info()`` captured at the *reset* of trajectory
     i (a solver run later would describe the final state instead).
     """
 
     def __init__(
-        self, env_id: str = "", *, phrasing: Phrasing | None = None, name: str = "privileged"
+        self, env_id: str = "", *, phrasing: Hindsight | None = None, name: str = "privileged"
     ):
         self.env_id = env_id
         self.name = name
-        self.phrasing = phrasing or next(
-            (fn for key, fn in PHRASINGS.items() if key in env_id.lower()), _generic
-        )
+        if phrasing is None and env_id in list_envs():
+            phrasing = agent_spec(env_id).hindsight
+        self.phrasing = phrasing or _generic
 
     def annotate(
         self, trajectories: Sequence[Trajectory], privileged: Sequence[dict[str, Any]] | None = None
@@ -313,12 +213,12 @@ class PrivilegedAnnotator:
         n, invalid = len(traj.steps), traj.invalid_steps
         actions = [s.action for s in traj.steps if s.action is not None]
         summary = (
-            f"The agent {'completed' if traj.won else 'failed'} the task '{_quote(traj.task, 120)}' "
+            f"The agent {'completed' if traj.won else 'failed'} the task '{clip(traj.task, 120)}' "
             f"in {n} steps with {invalid} invalid outputs"
             + (" and ran out of steps." if traj.truncated and not traj.won else ".")
         )
         if traj.won:
-            skill = f"To {_task_phrase(traj.task)}, repeat the workflow that worked: {_seq(actions, 12)}."
+            skill = f"To {_task_phrase(traj.task)}, repeat the workflow that worked: {listing(actions, 12)}."
             if how:
                 skill += f" In general, {how}."
             if invalid:
@@ -330,7 +230,7 @@ class PrivilegedAnnotator:
                 sign = "an output without exactly one well-formed action"
             elif loop:
                 mistake = (
-                    f"the agent repeated '{_quote(loop[0], 60)}' {loop[1]} times without progress"
+                    f"the agent repeated '{clip(loop[0], 60)}' {loop[1]} times without progress"
                 )
                 sign = "the same observation coming back after an action"
             elif not actions:

@@ -16,11 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.seeding import derive_seed
 from seed_gym.trainer.engines import RolloutEngine
 from seed_gym.trainer.trajectory import StepSample, Trajectory
-
-# env-specific raw scores worth keeping next to ``won`` (first one present wins)
-SCORE_KEYS = ("webshop.score", "search.f1", "score")
 
 
 @dataclass
@@ -28,11 +26,6 @@ class SamplingParams:
     max_new_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
-
-
-def turn_seed(seed: int, turn: int) -> int:
-    """Sampling seed of one turn of one collection: independent streams per (seed, turn)."""
-    return int(np.random.SeedSequence([seed, turn]).generate_state(1, dtype=np.uint64)[0] >> 2)
 
 
 def collect(
@@ -58,7 +51,7 @@ def collect(
         task_ids: the task of each group (overrides the tasks the pool was built with).
         env_seeds: the env seed of each group (all its copies share it).
         sampling: max new tokens, temperature (<= 0: greedy) and top-p.
-        seed: sampling seed of this collection (turn t samples with ``turn_seed(seed, t)``).
+        seed: sampling seed of this collection (turn t samples with ``derive_seed(seed, t)``).
         stop: stop strings (default: the pool's ``agent_spec.stop``).
         prefix: prepended to trajectory and group ids ("it3-" gives "it3-b1-g5").
         max_turns: a safety cap; envs carry their own step limit, so this rarely binds (an episode
@@ -136,7 +129,7 @@ def collect(
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 stop=stop,
-                seed=turn_seed(seed, turn),
+                seed=derive_seed(seed, turn),
                 **_image_kwargs(engine, [obs[i] for i in live]),
             )
             results = pool.step(live, [g.text for g in gens])
@@ -161,10 +154,9 @@ def collect(
                     )
                 )
                 traj.won = bool(info.get("won", False))
-                for key in SCORE_KEYS:
-                    if key in info and info[key] is not None:
-                        traj.score = float(info[key])
-                        break
+                score_key = getattr(spec, "score_key", None)
+                if score_key and info.get(score_key) is not None:
+                    traj.score = float(info[score_key])
                 if "pool.error" in info:
                     traj.error = str(info["pool.error"])
                 obs[i], infos[i] = o, info

@@ -17,6 +17,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+import tyro
 
 from seed_gym.splits import SPLITS
 
@@ -45,8 +48,9 @@ class TrainConfig:
     # --- run ----------------------------------------------------------------------------------
     env: str = "seed_gym/Sokoban-v0"
     """env id (``seed-gym list``)"""
-    imports: tuple[str, ...] = ()
-    """modules or .py files that register extra envs (``--imports docs/examples/guess_number.py``)"""
+    imports: Annotated[tuple[str, ...], tyro.conf.arg(name="import", aliases=("--imports",))] = ()
+    """modules or .py files that register extra envs (``--import docs/examples/guess_number.py``,
+    as in eval and play; ``--imports`` is the old spelling)"""
     algo: str = "grpo"
     """algorithm: one of ALGOS (grpo, prompt, ...)"""
     out: str = "runs/default"
@@ -454,10 +458,6 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
         if known.preset not in PRESETS:
             raise SystemExit(f"unknown preset {known.preset!r}; choose one of {sorted(PRESETS)}")
         base = PRESETS[known.preset]()
-    try:
-        import tyro
-    except ImportError as e:  # pragma: no cover - tyro is in the train extra
-        raise ImportError("the train CLI needs tyro: pip install 'seed-gym[train]'") from e
     cfg = tyro.cli(
         TrainConfig,
         args=list(argv or []),

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.seeding import derive_seed
+
 ROLLOUT_MODES = ("shard", "rank0")
 
 
@@ -79,9 +81,7 @@ class DistContext:
         different tasks in parallel (then an independent stream per rank)."""
         if not self.enabled or self.rollout == "rank0":
             return seed
-        return int(
-            np.random.SeedSequence([int(seed), self.rank]).generate_state(1, np.uint64)[0] >> 2
-        )
+        return derive_seed(seed, self.rank)
 
     def shard(self, items: Sequence[Any]) -> list[Any]:
         """This rank's share of a (length-sorted) mini-batch: every world_size-th item."""

@@ -204,11 +204,12 @@ class HFEngine:
         temperature: float = 1.0,
         top_p: float = 1.0,
         stop: Sequence[str] = (),
-        seed: int | None = None,
+        seed: int | Sequence[int] | None = None,
         images: Sequence[Sequence[Any]] | None = None,
         no_repeat_ngram: int = 0,
     ) -> list[Generation]:
-        """``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
+        """``seed``: of the call (each prompt gets its own stream from it) or one per prompt.
+        ``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
         needs the engine's ``processor``. ``no_repeat_ngram`` n > 0 never samples a token that
         would repeat an n-gram of the completion (Hugging Face's ``no_repeat_ngram_size``): a
         guard against degenerate loops for text nobody trains on (the analyzer's answers); the
@@ -252,14 +253,20 @@ class HFEngine:
         or None for text only) through ``_generate_batch``; results in prompt order."""
         if any(len(p) == 0 for p in encoded):
             raise ValueError("empty prompt")
-        # one random stream per prompt, from (seed, position in ``prompts``): a completion does
-        # not depend on the other prompts of the call, on max_batch or on when other rows stop
+        # one random stream per prompt, from (seed, position in ``prompts``) or given per prompt:
+        # a completion does not depend on the other prompts of the call, on max_batch or on when
+        # other rows stop
         if seed is None:
             seed = int(torch.randint(2**62, (1,)).item())
-        row_seeds = [
-            int(s >> 2)
-            for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
-        ]
+        if isinstance(seed, Sequence):
+            if len(seed) != len(encoded):
+                raise ValueError(f"{len(encoded)} prompts but {len(seed)} seeds")
+            row_seeds = [int(s) for s in seed]
+        else:
+            row_seeds = [
+                int(s >> 2)
+                for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
+            ]
         # similar lengths share a chunk so little compute goes to padding
         order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
         out: list[Generation | None] = [None] * len(encoded)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seed_gym.images import IMAGE_PLACEHOLDER
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EOS_TOKEN = "<|im_end|>"
 
@@ -206,7 +208,6 @@ def tiny_model(tokenizer, *, seed: int = 0, hidden: int = 64, layers: int = 2):
 
 
 # --- vision-language: a LLaVA-style model assembled offline ------------------------------------
-IMAGE_TOKEN = "<image>"  # the agent env's placeholder; the processor expands it into image tokens
 
 
 def vlm_processor(tokenizer, *, image_size: int = 64, patch_size: int = 16):
@@ -222,8 +223,8 @@ def vlm_processor(tokenizer, *, image_size: int = 64, patch_size: int = 16):
         from transformers import CLIPImageProcessorPil as ImageProcessor
     except ImportError:  # pragma: no cover - transformers 4.x: the slow processor is PIL-based
         from transformers import CLIPImageProcessor as ImageProcessor
-    if IMAGE_TOKEN not in tokenizer.get_vocab():
-        tokenizer.add_tokens([IMAGE_TOKEN], special_tokens=True)
+    if IMAGE_PLACEHOLDER not in tokenizer.get_vocab():
+        tokenizer.add_tokens([IMAGE_PLACEHOLDER], special_tokens=True)
     image_processor = ImageProcessor(
         size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}
     )
@@ -233,7 +234,7 @@ def vlm_processor(tokenizer, *, image_size: int = 64, patch_size: int = 16):
         patch_size=patch_size,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
-        image_token=IMAGE_TOKEN,
+        image_token=IMAGE_PLACEHOLDER,
         chat_template=tokenizer.chat_template,
     )
 
@@ -267,7 +268,7 @@ def llava_from_decoder(
     config = LlavaConfig(
         vision_config=vision,
         text_config=text_config,
-        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_PLACEHOLDER),
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
         projector_hidden_act="gelu",

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seed_gym.jsonl import read_jsonl, write_jsonl  # noqa: F401 - read_jsonl: Stage 1 rows
 from seed_gym.trainer.analyzer import Skill, analyzer_messages
 from seed_gym.trainer.trajectory import Trajectory
 
@@ -174,23 +175,6 @@ def build_stage1_rows(
             }
         )
     return report
-
-
-def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSON lines through a temp file (a killed run never leaves half a dataset)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 # --- SFT ----------------------------------------------------------------------------------------
@@ -374,7 +358,8 @@ def tasks_by_type(
     """Up to ``per_type`` training tasks of every task type, in a seeded order. Types are read off
     ``info["task_type"]`` at reset (one env, reused), scanning at most ``scan`` tasks (default
     ``50 * per_type``); envs without types count as one type."""
-    from seed_gym.registration import make_agent_env, split_manifest
+    from seed_gym.registration import split_manifest
+    from seed_gym.wrappers.agent import make_agent_env
 
     manifest = split_manifest(env_id, "train")
     limit = scan if scan is not None else 50 * per_type
@@ -412,10 +397,10 @@ def run_stage1(
 
     import torch
 
+    from seed_gym.seeding import derive_seed
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.models import load_policy, save_policy
-    from seed_gym.trainer.train import derive_seed
     from seed_gym.wrappers.group import make_group_pool
 
     out = Path(out)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.seeding import derive_seed
 from seed_gym.trainer.config import TrainConfig, parse_args
 from seed_gym.trainer.run_state import (
     Logger,
@@ -48,13 +49,7 @@ from seed_gym.trainer.run_state import (
     truncate_metrics,
 )
 
-
 # --- small helpers (the loop below reads top to bottom) -----------------------------------------
-def derive_seed(*parts: int) -> int:
-    """An independent 62-bit seed for each tuple (run seed, iteration, purpose, ...)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint64)[0] >> 2)
-
-
 # purposes of derived seeds
 TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL = range(5)
 
@@ -171,8 +166,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
 
-    from seed_gym.evaluate import import_env_modules
-    from seed_gym.registration import agent_spec, task_ids
+    from seed_gym.registration import agent_spec, import_env_modules, task_ids
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.trainer.distributed import NullLogger, init_distributed, resolve_device
     from seed_gym.trainer.engines import HFEngine
@@ -617,8 +611,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         logger.close()
         dist.shutdown()
     # the final policy; also when a run killed while exporting it is resumed after its last step
-    if cfg.save_hf and dist.is_main and (
-        start_iteration < cfg.iterations or not (run_dir / "model" / "config.json").exists()
+    if (
+        cfg.save_hf
+        and dist.is_main
+        and (start_iteration < cfg.iterations or not (run_dir / "model" / "config.json").exists())
     ):
         tmp = run_dir / "model.tmp"
         shutil.rmtree(tmp, ignore_errors=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-IMAGE_PLACEHOLDER = "<image>"  # what the agent env writes (wrappers.vision.IMAGE_PLACEHOLDER)
+from seed_gym.images import IMAGE_PLACEHOLDER
 
 
 def is_processor(obj: Any) -> bool:

@@ -40,144 +40,19 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from seed_gym.wrappers.spec import DemoStep
+
 if TYPE_CHECKING:
     from seed_gym.trainer.trajectory import Trajectory
 
 # bump when demonstrations or training change, so old cached models are not reused
 WARMUP_VERSION = 3  # 3: analyzer prompts state the outcome in words and the env return
-
-
-# --- the reasoning shown before each action -----------------------------------------------------
-@dataclass(frozen=True)
-class Step:
-    """What a formatter may look at: the visible observation, the task and the chosen action."""
-
-    env_id: str
-    anchor: str  # the raw text observation the prompt shows
-    task: str
-    action: str  # the env action (for SearchQA: the whole ``<search>``/``<answer>`` tag)
-    info: dict[str, Any]
-
-
-def _cells(grid: str, symbols: str) -> list[tuple[int, int]]:
-    rows = [line.split() for line in grid.strip().splitlines()]
-    return [(r, c) for r, row in enumerate(rows) for c, s in enumerate(row) if s in symbols]
-
-
-def _where(cells: list[tuple[int, int]]) -> str:
-    return ", ".join(f"({r}, {c})" for r, c in cells)
-
-
-def sokoban_think(step: Step) -> str:
-    """Player, boxes and targets read off the grid (row, column from the top left), then the move."""
-    grid = step.anchor
-    if "#" not in grid:  # image-only observation: nothing to read off as text
-        return f"I move {step.action}."
-    player = _cells(grid, "PS")
-    boxes = _cells(grid, "X")
-    placed = _cells(grid, "√")
-    targets = _cells(grid, "OS")
-    parts = [f"I am at {_where(player)}." if player else ""]
-    if boxes:
-        parts.append(f"Box{'es' if len(boxes) > 1 else ''} at {_where(boxes)}.")
-    if placed:
-        parts.append(f"On target: {_where(placed)}.")
-    if targets:
-        parts.append(f"Target{'s' if len(targets) > 1 else ''} at {_where(targets)}.")
-    parts.append(f"I move {step.action}.")
-    return " ".join(p for p in parts if p)
-
-
-_CARD = re.compile(r"the (\w+) of \w+")
-_FACE = {"Ace": 1, "Jack": 10, "Queen": 10, "King": 10}
-
-
-def ezpoints_think(step: Step) -> str:
-    """The card values (as the rules define them), the formula so far, the token to append."""
-    parts = []
-    cards = _CARD.findall(step.anchor)
-    if len(cards) == 2:
-        values = [_FACE.get(c, c) for c in cards]
-        parts.append(f"The cards count {values[0]} and {values[1]}.")
-    formula = re.search(r"Formula:(.*)", step.anchor)
-    so_far = formula.group(1).strip() if formula else ""
-    parts.append(f"The formula so far is '{so_far}'." if so_far else "The formula is empty.")
-    parts.append(f"I append {step.action}.")
-    return " ".join(parts)
-
-
-def alfworld_think(step: Step) -> str:
-    return f"My task is to {step.task.rstrip('.')}. Next I {step.action}."
-
-
-def webshop_think(step: Step) -> str:
-    """Names the kind of move by the page it is made on (search, results, item)."""
-    action, page = step.action, str(step.info.get("webshop.page", ""))
-    inner = action[action.find("[") + 1 : -1] if action.endswith("]") else action
-    if action.startswith("search["):
-        return "I search for a product that matches the instruction."
-    if inner == "buy now":
-        return "The product and its options match the instruction, so I buy it."
-    if inner in ("next >", "< prev", "back to search"):
-        return f"The product I want is not on this page, so I click {inner}."
-    if page == "results":
-        return f"Product {inner} looks like what the instruction asks for, so I open it."
-    if page == "item":
-        return f"The instruction asks for {inner}, so I select it."
-    return f"Next I {action}."
-
-
-def search_think(step: Step) -> str:
-    m = re.match(r"\s*<(search|answer)>(.*)</\1>", step.action, re.DOTALL)
-    if m and m.group(1) == "search":
-        return f"I lack some knowledge, so I search for {m.group(2).strip()}."
-    if m:
-        return "The retrieved information is enough to answer the question."
-    return "I decide my next step."
-
-
-def generic_think(step: Step) -> str:
-    return f"Next I {step.action}."
-
-
-def think_action(think: str, action: str) -> str:
-    return f"<think>{think}</think><action>{action}</action>"
-
-
-def search_completion(think: str, action: str) -> str:
-    """SearchQA's action is already a ``<search>``/``<answer>`` tag; it follows the reasoning."""
-    return f"<think>{think}</think>{action}"
-
-
-# env id -> (reasoning, completion layout); unknown envs get the generic think/action pair
-FORMATTERS: dict[str, tuple[Callable[[Step], str], Callable[[str, str], str]]] = {
-    "seed_gym/Sokoban-v0": (sokoban_think, think_action),
-    "seed_gym/EZPoints-v0": (ezpoints_think, think_action),
-    "seed_gym/ALFWorld-v0": (alfworld_think, think_action),
-    "seed_gym/WebShop-v0": (webshop_think, think_action),
-    "seed_gym/SearchQA-v0": (search_think, search_completion),
-}
-
-
-def render_completion(step: Step) -> str:
-    think, layout = FORMATTERS.get(step.env_id, (generic_think, think_action))
-    return layout(think(step), step.action)
-
-
-def _still_winnable(env: Any) -> bool:
-    """False once the oracle can only flail (a Sokoban box stuck after a random push): the
-    remaining oracle actions would teach nothing."""
-    solution = getattr(env.unwrapped, "solution", None)
-    if callable(solution) and str(getattr(env.unwrapped, "env_id", "")).startswith("seed_gym/Sok"):
-        return solution() is not None
-    return True
 
 
 # --- demonstrations -----------------------------------------------------------------------------
@@ -214,19 +89,19 @@ def _play(
             raise ValueError(
                 f"the format warm-up is text-only; {env_id} gave images: pass modality='text'"
             )
-        if not _still_winnable(env):
-            break
+        if not env.unwrapped.oracle_can_win():
+            break  # a Sokoban box stuck after a random push: the oracle would only flail
         source = "oracle"
         action = env.unwrapped.oracle_action()
         if noise and rng.random() < noise:
             source = "noise"
             action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
         anchor = str(info["anchor"])
-        completion = render_completion(Step(env_id, anchor, str(info["task"]), action, info))
+        completion = spec.demo_completion(DemoStep(anchor, str(info["task"]), action, info))
         if source == "noise" and not spec.parse(completion).valid:
             # a junk random action (SearchQA's sampler writes some): the oracle instead
             source, action = "oracle", env.unwrapped.oracle_action()
-            completion = render_completion(Step(env_id, anchor, str(info["task"]), action, info))
+            completion = spec.demo_completion(DemoStep(anchor, str(info["task"]), action, info))
         messages = [dict(m) for m in obs["messages"]]
         obs, reward, terminated, truncated, info = env.step(completion)
         if not info["format_valid"]:

@@ -16,9 +16,12 @@ From the inside out::
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 from gymnasium.wrappers import TimeLimit
 
+from seed_gym.registration import agent_spec, make
 from seed_gym.wrappers.history import AnchorInfo, TurnHistory
 from seed_gym.wrappers.parse import ParseAction
 from seed_gym.wrappers.prompt import PromptObservation
@@ -46,6 +49,20 @@ def max_episode_steps(env: gym.Env) -> int | None:
             return env._max_episode_steps
         env = env.env
     return None
+
+
+def make_agent_env(
+    env_id: str,
+    split: str = "train",
+    modality: str | None = None,
+    history: int | None = None,
+    **kwargs: Any,
+) -> AgentEnv:
+    """The chat-facing env of ``env_id`` (``seed_gym.make`` wrapped by ``wrap_agent`` with the
+    env's registered ``AgentSpec``): prompts with a history window, parsed completions,
+    penalties. Extra kwargs go to the env constructor."""
+    env = make(env_id, split=split, modality=modality, **kwargs)
+    return wrap_agent(env, agent_spec(env_id), history=history)
 
 
 def wrap_agent(env: gym.Env, spec: AgentSpec, history: int | None = None) -> AgentEnv:

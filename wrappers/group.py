@@ -19,19 +19,13 @@ from typing import Any
 
 import gymnasium as gym
 
+from seed_gym.wrappers.pool_errors import EnvPoolError, WorkerDiedError
+
 BACKENDS = ("local", "subprocess", "ray")
 
 Obs = Any
 ResetResult = tuple[Obs, dict]
 StepResult = tuple[Obs, float, bool, bool, dict]
-
-
-class EnvPoolError(RuntimeError):
-    """An env inside the pool raised; the message carries the worker's traceback."""
-
-
-class WorkerDiedError(EnvPoolError):
-    """A subprocess worker exited (crash, OOM kill, signal); the pool cannot continue."""
 
 
 def _merge(default: dict | None, given: dict | None) -> dict | None:
@@ -335,7 +329,8 @@ def make_group_pool(
 ) -> EnvPool:
     """B = ``len(tasks)`` tasks × G = ``group_size`` agent envs; env ``b*G + g`` is copy g of
     ``tasks[b]``, and resets pin that task unless ``options`` name another."""
-    from seed_gym.registration import agent_spec, make_agent_env
+    from seed_gym.registration import agent_spec
+    from seed_gym.wrappers.agent import make_agent_env
 
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")

@@ -6,8 +6,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from seed_gym.images import IMAGE_PLACEHOLDER
 from seed_gym.wrappers.spec import AgentSpec, PromptContext
-from seed_gym.wrappers.vision import IMAGE_PLACEHOLDER
 
 
 def fix_placeholders(text: str, n_images: int) -> str:

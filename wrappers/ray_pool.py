@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seed_gym.wrappers.group import EnvPoolError
+from seed_gym.wrappers.pool_errors import EnvPoolError
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from seed_gym.trajlog import json_line
+from seed_gym.jsonl import json_line
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,7 +1,9 @@
-"""What an LLM agent needs to know about an env: its prompt, its action format, its penalties.
+"""What an LLM agent needs to know about an env: its prompt, its action format, its penalties,
+and what a trainer may ask of it (demonstration reasoning, hindsight phrasing, its score).
 
 Every registered env names one ``AgentSpec`` (``seed_gym.agent_spec(env_id)``); the templates live in
-``wrappers/templates/<env>.py``. Envs never build prompts.
+``wrappers/templates/<env>.py``. Envs never build prompts. Everything env-specific a trainer uses
+lives here, so adding an env never means editing the trainer.
 """
 
 from __future__ import annotations
@@ -42,8 +44,35 @@ class ParsedAction:
 
 
 @dataclass(frozen=True)
+class DemoStep:
+    """What a demonstration's reasoning may look at: the visible observation, the task, the
+    action taken (for SearchQA the whole ``<search>``/``<answer>`` tag) and the step's info."""
+
+    anchor: str
+    task: str
+    action: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def think_action(think: str, action: str) -> str:
+    """The suite's completion format: ``<think>...</think><action>...</action>``."""
+    return f"<think>{think}</think><action>{action}</action>"
+
+
+def next_action(step: DemoStep) -> str:
+    """The reasoning of an env that names none: just the move."""
+    return f"Next I {step.action}."
+
+
+Hindsight = Callable[[dict[str, Any], Any], "str | None"]
+"""(privileged info at reset, the finished trajectory) -> how the task is done, one clause
+("append '3 * 4 =' one token per step"), or None when the info holds nothing usable."""
+
+
+@dataclass(frozen=True)
 class AgentSpec:
-    """Prompt template, parser, history window and invalid-output penalty of one env."""
+    """Prompt template, parser, history window and invalid-output penalty of one env, and the
+    env knowledge trainers use: demonstration reasoning, hindsight phrasing, score key."""
 
     render: Callable[[PromptContext], str]
     parse: Callable[[str], ParsedAction]
@@ -55,6 +84,19 @@ class AgentSpec:
     task_markers: tuple[str, ...] = ("Your task is to:",)
     fallback_marker: str = "Now it's your turn"
     system_prompt: str | None = None
+    # a demonstrated step as a completion: the short reasoning it shows (restating what the
+    # observation shows, never privileged facts) and the layout (reasoning, action) -> text that
+    # ``parse`` accepts (the format warm-up)
+    reasoning: Callable[[DemoStep], str] = next_action
+    format_completion: Callable[[str, str], str] = think_action
+    # the privileged annotator's env-specific clause (SEED Stage 1, opsd); None: a generic one
+    hindsight: Hindsight | None = None
+    # the info key of the env's raw score next to ``won`` (``webshop.score``), if it has one
+    score_key: str | None = None
+
+    def demo_completion(self, step: DemoStep) -> str:
+        """The completion a demonstration of ``step`` writes."""
+        return self.format_completion(self.reasoning(step), step.action)
 
 
 MAX_COMPLETION_CHARS = 100_000

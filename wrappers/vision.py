@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-IMAGE_PLACEHOLDER = "<image>"
+from seed_gym.images import IMAGE_PLACEHOLDER
 
 
 def to_pil(image: Any):

@@ -47,6 +47,9 @@ class GuessNumberEnv(seed_gym.SeedEnv):
     def oracle_action(self) -> str:  # the privileged expert knows the secret
         return str(self.secret)
 
+    def privileged_info(self) -> dict:  # what a hindsight annotator may know (SEED Stage 1)
+        return {"secret": self.secret}
+
     def sample_action(self, rng, admissible_actions) -> str:  # the `random` policy's guess
         return str(int(rng.integers(1, self.top + 1)))
 
@@ -60,5 +63,13 @@ def render(ctx) -> str:  # ctx: seed_gym.wrappers.PromptContext
     )
 
 
-SPEC = AgentSpec(render=render, parse=parse_think_action, history=3)
+SPEC = AgentSpec(
+    render=render,
+    parse=parse_think_action,
+    history=3,
+    # for trainers: the reasoning a demonstration shows (format warm-up) and how the task is done
+    # in hindsight (SEED's privileged annotator)
+    reasoning=lambda step: f"The last answer was: {step.anchor} I guess {step.action}.",
+    hindsight=lambda info, traj: f"the secret was {info['secret']}; halve the range each guess",
+)
 seed_gym.register(GuessNumberEnv.env_id, GuessNumberEnv, max_episode_steps=12, agent_spec=SPEC)

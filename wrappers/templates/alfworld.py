@@ -8,7 +8,10 @@ first step uses the history-free variant. History window 5; invalid output costs
 
 from __future__ import annotations
 
-from seed_gym.wrappers.spec import AgentSpec, PromptContext, parse_think_action
+from typing import Any
+
+from seed_gym.wrappers.phrasing import listing
+from seed_gym.wrappers.spec import AgentSpec, DemoStep, PromptContext, parse_think_action
 
 INTRO = "You are an expert agent operating in the ALFRED Embodied Environment."
 CLOSING = (
@@ -65,6 +68,18 @@ def render(ctx: PromptContext) -> str:
     return template.format(**values)
 
 
+# --- what trainers ask of this env (format warm-up, privileged annotator) ---------------------
+def reasoning(step: DemoStep) -> str:
+    return f"My task is to {step.task.rstrip('.')}. Next I {step.action}."
+
+
+def hindsight(info: dict[str, Any], traj: Any) -> str | None:
+    plan = info.get("expert_plan") or info.get("plan")
+    if not plan:
+        return None
+    return f"the expert order of actions is: {listing(plan, 12)}"
+
+
 SPEC = AgentSpec(
     render=render,
     parse=parse_think_action,
@@ -72,4 +87,6 @@ SPEC = AgentSpec(
     invalid_penalty=0.1,
     stop=("</action>",),
     task_markers=("Your task is to:",),
+    reasoning=reasoning,
+    hindsight=hindsight,
 )

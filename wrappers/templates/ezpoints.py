@@ -11,15 +11,16 @@ import json
 import re
 from typing import Any
 
+from seed_gym.images import IMAGE_PLACEHOLDER
+from seed_gym.wrappers.phrasing import listing
 from seed_gym.wrappers.spec import (
     AgentSpec,
+    DemoStep,
     ParsedAction,
     PromptContext,
     parse_think_action,
     too_long,
 )
-
-IMAGE = "<image>"
 
 INTRO = (
     "You are an expert card game player. Build a math formula that evaluates to 12 using the "
@@ -57,13 +58,13 @@ def _history(ctx: PromptContext) -> str:
     first = ctx.step - len(ctx.history)
     lines = [f"Your last {len(ctx.history)} step(s):"]
     for i, turn in enumerate(ctx.history):
-        obs = turn.observation.replace(IMAGE, "[image]").strip() or "[image]"
+        obs = turn.observation.replace(IMAGE_PLACEHOLDER, "[image]").strip() or "[image]"
         lines.append(f"[Observation {first + i}: {obs}\nAction {first + i}: {turn.action}]")
     return "\n".join(lines) + "\n"
 
 
 def _render(ctx: PromptContext, closing: str) -> str:
-    where = "shown in the image" if IMAGE in ctx.observation else "described below"
+    where = "shown in the image" if IMAGE_PLACEHOLDER in ctx.observation else "described below"
     current = (
         "# Current step\n"
         + _history(ctx)
@@ -146,6 +147,40 @@ def parse(completion: str) -> ParsedAction:
     )
 
 
+# --- what trainers ask of this env (format warm-up, privileged annotator) ---------------------
+_CARD = re.compile(r"the (\w+) of \w+")
+_FACE = {"Ace": 1, "Jack": 10, "Queen": 10, "King": 10}
+
+
+def reasoning(step: DemoStep) -> str:
+    """The card values (as the rules define them), the formula so far, the token to append."""
+    parts = []
+    cards = _CARD.findall(step.anchor)
+    if len(cards) == 2:
+        values = [_FACE.get(c, c) for c in cards]
+        parts.append(f"The cards count {values[0]} and {values[1]}.")
+    formula = re.search(r"Formula:(.*)", step.anchor)
+    so_far = formula.group(1).strip() if formula else ""
+    parts.append(f"The formula so far is '{so_far}'." if so_far else "The formula is empty.")
+    parts.append(f"I append {step.action}.")
+    return " ".join(parts)
+
+
+def hindsight(info: dict[str, Any], traj: Any) -> str | None:
+    solution = info.get("solution")
+    if not solution:
+        return None
+    cards = info.get("cards")
+    values = info.get("card_values")
+    held = (
+        f"with {' and '.join(map(str, cards))} (values {listing(values, 4)}) "
+        if cards and values
+        else ""
+    )
+    end = "" if str(solution).rstrip().endswith("=") else ", then '='"
+    return f"{held}append '{solution}' one token per step{end}, using each card value exactly once"
+
+
 SPEC = AgentSpec(
     render=render,
     parse=parse,
@@ -153,6 +188,8 @@ SPEC = AgentSpec(
     invalid_penalty=0.1,
     stop=("</action>",),
     task_markers=("You are an expert card game player",),
+    reasoning=reasoning,
+    hindsight=hindsight,
 )
 
 SPEC_JSON = AgentSpec(

@@ -12,9 +12,14 @@ only ``<answer>`` is valid.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from seed_gym.envs.search.protocol import parse_command
+from seed_gym.wrappers.phrasing import clip
 from seed_gym.wrappers.spec import (
     AgentSpec,
+    DemoStep,
     ParsedAction,
     PromptContext,
     remove_tag_blocks,
@@ -99,6 +104,42 @@ def parse_closed_book(completion: str) -> ParsedAction:
     return parsed
 
 
+# --- what trainers ask of this env (format warm-up, privileged annotator) ---------------------
+def reasoning(step: DemoStep) -> str:
+    m = re.match(r"\s*<(search|answer)>(.*)</\1>", step.action, re.DOTALL)
+    if m and m.group(1) == "search":
+        return f"I lack some knowledge, so I search for {m.group(2).strip()}."
+    if m:
+        return "The retrieved information is enough to answer the question."
+    return "I decide my next step."
+
+
+def hindsight(info: dict[str, Any], traj: Any) -> str | None:
+    answers = [str(a) for a in info.get("golden_answers") or info.get("answers") or []]
+    docs = info.get("supporting_docs") or []
+    queries = info.get("oracle_queries") or []
+    seen = " ".join(s.observation for s in traj.steps).lower()
+    parts = []
+    if queries:
+        parts.append(f"search for '{clip(queries[0], 80)}'")
+    titles = [d.get("title") for d in docs if isinstance(d, dict) and d.get("title")]
+    if titles:
+        parts.append(f"the document titled '{clip(titles[0], 80)}' holds the answer")
+    # name the answer only when the agent's own retrievals showed it, so the skill stays something
+    # an analyzer could have read off the trajectory
+    shown = [a for a in answers if a and a.lower() in seen]
+    if shown:
+        parts.append(f"answer '{clip(shown[0], 60)}' as soon as a document states it")
+    elif answers:
+        parts.append("answer only with the exact entity a retrieved document states")
+    return ", ".join(parts) or None
+
+
+def search_completion(think: str, action: str) -> str:
+    """SearchQA's action is already a ``<search>``/``<answer>`` tag; it follows the reasoning."""
+    return f"<think>{think}</think>{action}"
+
+
 SPEC = AgentSpec(
     render=render,
     parse=parse,
@@ -106,6 +147,10 @@ SPEC = AgentSpec(
     invalid_penalty=0.01,
     stop=("</search>", "</answer>"),
     task_markers=(TASK_MARKER,),
+    reasoning=reasoning,
+    hindsight=hindsight,
+    score_key="search.f1",
+    format_completion=search_completion,
 )
 
 CLOSED_BOOK_SPEC = AgentSpec(
@@ -115,4 +160,5 @@ CLOSED_BOOK_SPEC = AgentSpec(
     invalid_penalty=0.01,
     stop=("</answer>",),
     task_markers=(TASK_MARKER,),
+    score_key="search.f1",
 )

@@ -7,9 +7,12 @@ grids (an image turn shows ``[image]``: only the current picture is attached).
 
 from __future__ import annotations
 
-from seed_gym.wrappers.spec import AgentSpec, PromptContext, parse_think_action
+from typing import Any
 
-IMAGE = "<image>"
+from seed_gym.images import IMAGE_PLACEHOLDER
+from seed_gym.wrappers.phrasing import listing
+from seed_gym.wrappers.spec import AgentSpec, DemoStep, PromptContext, parse_think_action
+
 ACTIONS = ("up", "down", "left", "right")
 
 INTRO = (
@@ -43,14 +46,14 @@ def _history(ctx: PromptContext) -> str:
     ]
     first = ctx.step - len(ctx.history)
     for i, turn in enumerate(ctx.history):
-        obs = turn.observation.replace(IMAGE, "[image]").strip() or "[image]"
+        obs = turn.observation.replace(IMAGE_PLACEHOLDER, "[image]").strip() or "[image]"
         lines.append(f"[Observation {first + i}:\n{obs}\nAction {first + i}: {turn.action}]")
     return "\n".join(lines) + "\n"
 
 
 def render(ctx: PromptContext) -> str:
-    has_image = IMAGE in ctx.observation
-    has_grid = "#" in ctx.observation.replace(IMAGE, "")
+    has_image = IMAGE_PLACEHOLDER in ctx.observation
+    has_grid = "#" in ctx.observation.replace(IMAGE_PLACEHOLDER, "")
     parts = [INTRO, RULES]
     if has_grid:
         parts.append(SYMBOLS)
@@ -68,6 +71,46 @@ def render(ctx: PromptContext) -> str:
     return "\n\n".join(parts)
 
 
+# --- what trainers ask of this env (format warm-up, privileged annotator) ---------------------
+def _cells(grid: str, symbols: str) -> list[tuple[int, int]]:
+    rows = [line.split() for line in grid.strip().splitlines()]
+    return [(r, c) for r, row in enumerate(rows) for c, s in enumerate(row) if s in symbols]
+
+
+def _where(cells: list[tuple[int, int]]) -> str:
+    return ", ".join(f"({r}, {c})" for r, c in cells)
+
+
+def reasoning(step: DemoStep) -> str:
+    """Player, boxes and targets read off the grid (row, column from the top left), then the move."""
+    grid = step.anchor
+    if "#" not in grid:  # image-only observation: nothing to read off as text
+        return f"I move {step.action}."
+    player = _cells(grid, "PS")
+    boxes = _cells(grid, "X")
+    placed = _cells(grid, "√")
+    targets = _cells(grid, "OS")
+    parts = [f"I am at {_where(player)}." if player else ""]
+    if boxes:
+        parts.append(f"Box{'es' if len(boxes) > 1 else ''} at {_where(boxes)}.")
+    if placed:
+        parts.append(f"On target: {_where(placed)}.")
+    if targets:
+        parts.append(f"Target{'s' if len(targets) > 1 else ''} at {_where(targets)}.")
+    parts.append(f"I move {step.action}.")
+    return " ".join(p for p in parts if p)
+
+
+def hindsight(info: dict[str, Any], traj: Any) -> str | None:
+    plan = info.get("solution")
+    if not plan:
+        return None
+    return (
+        f"a shortest solution from the start is {len(plan)} moves: {listing(plan, 20)}; plan each push "
+        "so the box never ends against a wall away from the target"
+    )
+
+
 SPEC = AgentSpec(
     render=render,
     parse=parse_think_action,
@@ -75,4 +118,6 @@ SPEC = AgentSpec(
     invalid_penalty=0.1,
     stop=("</action>",),
     task_markers=("You are an expert agent playing Sokoban",),
+    reasoning=reasoning,
+    hindsight=hindsight,
 )

@@ -7,7 +7,10 @@ listed one per line, quoted, with a trailing comma.
 
 from __future__ import annotations
 
-from seed_gym.wrappers.spec import AgentSpec, PromptContext, parse_think_action
+from typing import Any
+
+from seed_gym.wrappers.phrasing import clip, listing
+from seed_gym.wrappers.spec import AgentSpec, DemoStep, PromptContext, parse_think_action
 
 SEP = " [SEP] "
 
@@ -54,6 +57,43 @@ def render(ctx: PromptContext) -> str:
     return "\n".join(lines) + "\n\n" + CLOSING
 
 
+# --- what trainers ask of this env (format warm-up, privileged annotator) ---------------------
+def reasoning(step: DemoStep) -> str:
+    """Names the kind of move by the page it is made on (search, results, item)."""
+    action, page = step.action, str(step.info.get("webshop.page", ""))
+    inner = action[action.find("[") + 1 : -1] if action.endswith("]") else action
+    if action.startswith("search["):
+        return "I search for a product that matches the instruction."
+    if inner == "buy now":
+        return "The product and its options match the instruction, so I buy it."
+    if inner in ("next >", "< prev", "back to search"):
+        return f"The product I want is not on this page, so I click {inner}."
+    if page == "results":
+        return f"Product {inner} looks like what the instruction asks for, so I open it."
+    if page == "item":
+        return f"The instruction asks for {inner}, so I select it."
+    return f"Next I {action}."
+
+
+def hindsight(info: dict[str, Any], traj: Any) -> str | None:
+    parts = []
+    if info.get("query"):
+        parts.append(f"search for '{clip(info['query'], 80)}'")
+    if info.get("attributes"):
+        parts.append(f"open an item whose page shows {listing(info['attributes'], 6)}")
+    options = info.get("options")
+    if options:
+        opts = options.items() if isinstance(options, dict) else [(None, o) for o in options]
+        parts.append(
+            "click the options " + listing([v if k is None else f"{k}: {v}" for k, v in opts], 6)
+        )
+    if info.get("price_upper"):
+        parts.append(f"check the price is below {info['price_upper']}")
+    if not parts:
+        return None
+    return ", ".join(parts) + ", then click buy now"
+
+
 SPEC = AgentSpec(
     render=render,
     parse=parse_think_action,
@@ -61,4 +101,7 @@ SPEC = AgentSpec(
     invalid_penalty=0.1,
     stop=("</action>",),
     task_markers=("Your task is to:",),
+    reasoning=reasoning,
+    hindsight=hindsight,
+    score_key="webshop.score",
 )
