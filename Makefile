@@ -29,6 +29,7 @@ bench: setup
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	bash scripts/lint_imports.sh   # import layers and cycles (pyproject [tool.importlinter])
 
 clean:
 	rm -rf $(VENV) build *.egg-info
