@@ -47,10 +47,6 @@ class Card:
     def name(self) -> str:
         return f"{RANK_NAMES.get(self.rank, self.rank)} of {SUIT_NAMES[self.suit]}"
 
-    @classmethod
-    def from_code(cls, code: str) -> Card:
-        return cls(code[:-1], code[-1:])
-
 
 @lru_cache(maxsize=32)
 def font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:

@@ -290,8 +290,3 @@ class SokobanEnv(SeedEnv):
             "solution_length": None if plan is None else len(plan),
             "optimal_from_start": self._room.solution_length,
         }
-
-
-def task_config(task_id: str) -> str:
-    """The room distribution key (``"6x6-b1"``) of a task id."""
-    return parse_task_id(task_id)[0].key

@@ -83,22 +83,6 @@ def _numeric_extras(info: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def run_episode(env, policy, *, task_id: str, seed: int) -> dict[str, Any]:
-    """One episode of ``policy`` on ``env`` pinned to ``task_id``; its per-episode record."""
-    obs, info = env.reset(seed=seed, options={"task_id": task_id})
-    policy.reset(env, seed=seed)
-    total, steps, invalid, actions = 0.0, 0, 0, []
-    terminated = truncated = False
-    while not (terminated or truncated):
-        action = policy.act(env, obs, info)
-        obs, reward, terminated, truncated, info = env.step(action)
-        total += float(reward)
-        steps += 1
-        invalid += not info.get("action_is_valid", True)
-        actions.append(info.get("parsed_action", action) if policy.acts_on == "agent" else action)
-    return _record(task_id, seed, info, total, steps, invalid, terminated, truncated, actions)
-
-
 def _record(task_id, seed, info, total, steps, invalid, terminated, truncated, actions) -> dict:
     return {
         "task_id": task_id,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from seed_gym.trainer.advantages import grpo_advantages
 from seed_gym.trainer.config import TrainConfig
-from seed_gym.trainer.train import grpo_advantages, n_mini_batches
 from seed_gym.trainer.trajectory import StepSample, Trajectory
+from seed_gym.trainer.update import n_mini_batches
 
 
 def traj(group: str, n_steps: int, *, env_return: float, invalid: int = 0) -> Trajectory:

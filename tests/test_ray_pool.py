@@ -240,7 +240,7 @@ def register_example() -> None:
 
 
 def test_worker_setup_registers_user_envs(local_ray):
-    from seed_gym.wrappers.group import make_group_pool
+    from seed_gym.wrappers.pool import make_group_pool
 
     register_example()
     guess = "example/GuessNumber-v0"
@@ -296,7 +296,7 @@ def play_group(pool, seeds: list[int], turns: int) -> list:
 @pytest.mark.parametrize("modality", ["text", "image"])
 def test_sokoban_group_pool_ray_matches_local(local_ray, modality):
     import seed_gym
-    from seed_gym.wrappers.group import make_group_pool
+    from seed_gym.wrappers.pool import make_group_pool
 
     if SOKOBAN not in seed_gym.list_envs():
         pytest.skip("Sokoban is not registered")

@@ -51,7 +51,7 @@ def write_seed_trajectories(run_dir: Path, iteration: int) -> list:
     from seed_gym.trainer.collect import SamplingParams, collect
     from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.models import load_policy
-    from seed_gym.wrappers.group import make_group_pool
+    from seed_gym.wrappers.pool import make_group_pool
 
     policy = load_policy("tiny")
     tasks = ["ezpoints-10S-2D", "ezpoints-3H-9S"]

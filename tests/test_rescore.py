@@ -129,7 +129,7 @@ def policy():
 def make_sample(
     policy, task: str, response: str, *, tail: str = "Now it's your turn."
 ) -> StepSample:
-    from seed_gym.trainer.chat_generate import encode_chat
+    from seed_gym.trainer.engines import encode_chat
     from seed_gym.trainer.logprobs import response_logprobs
 
     messages = [{"role": "user", "content": f"You are an agent. Your task is to: {task}\n{tail}"}]

@@ -3,7 +3,7 @@ flag for 2 iterations, exact resume, the skill log and trajectory files, and the
 
 The random tiny model cannot write the analyzer's JSON, so its parse rate is 0 and ``seed`` gets
 no distillation signal from it; the tests that need skills from the policy replace only the
-analyzer's *generation* (``seed_phase.policy_generate_fn``) by a fixed valid answer. Everything
+analyzer's *generation* (``analyzer.analyzer_generate_fn``) by a fixed valid answer. Everything
 else (parsing, rescoring under π_old, the gated OPD loss, logs) is the real code path.
 """
 
@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 
 from conftest import checkpoint_params, deterministic_metrics, run_metrics  # noqa: E402
 
-from seed_gym.trainer import seed_phase  # noqa: E402
+from seed_gym.trainer import analyzer  # noqa: E402
 from seed_gym.trainer.config import ALGOS, TrainConfig, tiny  # noqa: E402
 from seed_gym.trainer.train import main as train_main  # noqa: E402
 from seed_gym.trainer.train import train  # noqa: E402
@@ -58,7 +58,7 @@ def canned_analyzer(monkeypatch):
 
         return generate
 
-    monkeypatch.setattr(seed_phase, "policy_generate_fn", fake)
+    monkeypatch.setattr(analyzer, "analyzer_generate_fn", fake)
     return calls
 
 
@@ -230,7 +230,7 @@ def test_opsd_takes_privileged_info_at_reset(tmp_path):
     from seed_gym.trainer.collect import SamplingParams, collect
     from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.models import load_policy
-    from seed_gym.wrappers.group import make_group_pool
+    from seed_gym.wrappers.pool import make_group_pool
 
     policy = load_policy("tiny")
     engine = HFEngine(policy.model, policy.tokenizer)

@@ -15,7 +15,8 @@ import seed_gym  # noqa: E402
 from seed_gym.splits import SplitManifest  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
 from seed_gym.trainer.models import bf16_is_fast  # noqa: E402
-from seed_gym.trainer.train import load_checkpoint, task_batch, train  # noqa: E402
+from seed_gym.trainer.run_state import load_checkpoint  # noqa: E402
+from seed_gym.trainer.train import task_batch, train  # noqa: E402
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
 
 ECHO_ID = "test/LetterE-v0"

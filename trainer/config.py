@@ -6,7 +6,8 @@ A preset is a function returning a ``TrainConfig``; command-line flags override 
 ``--resume`` the run's saved ``config.json`` is the starting point instead (a preset is ignored),
 so ``--resume --iterations 20`` continues the same run for longer.
 
-New algorithms register their name in ``ALGOS`` and add their fields in their own section.
+New algorithms are a class in ``algorithms.py`` (named there) and add their fields in their own
+section here.
 """
 
 from __future__ import annotations
@@ -22,25 +23,15 @@ from typing import Annotated
 import tyro
 
 from seed_gym.splits import SPLITS
+from seed_gym.trainer.algorithms import ALGORITHMS
 
-# algorithm name -> one-line description; the train loop branches on cfg.algo
-ALGOS: dict[str, str] = {
-    "grpo": "GRPO: group-normalized episode returns, PPO-clip (dual clip), optional k3 KL",
-    "seed": "SEED: Stage 1 SFT of the analyzer, then GRPO + lambda * gated OPD from self-made skills",
-    "skill-grpo": "GRPO with the policy's own skill (last analysis of the task) in the actor prompt",
-    "static-skills": "GRPO + gated OPD with a fixed skill bank as the teacher context (SDAR-like)",
-    "opsd": "GRPO + gated OPD with privileged env info (solver, gold answer) as the teacher context",
-    "prompt": "no training: evaluate the model as it is (the prompting baseline)",
-}
+# algorithm name -> one-line description (the classes are in algorithms.py)
+ALGOS: dict[str, str] = {name: cls.description for name, cls in ALGORITHMS.items()}
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
 # fields a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
 # (a resumed old run goes on exactly as it started)
 LEGACY_DEFAULTS = {"advantage": "trajectory", "analyzer_structured": False}
-# algorithms with a teacher (rescoring + OPD or teacher advantages)
-DISTILL_ALGOS = ("seed", "static-skills", "opsd")
-# algorithms where the policy itself analyzes its trajectories (Stage 1 SFT applies)
-ANALYZER_ALGOS = ("seed", "skill-grpo")
 
 
 @dataclass
@@ -266,15 +257,17 @@ class TrainConfig:
             raise ValueError(f"mini_batches must be >= 1 or None, got {self.mini_batches}")
         if self.advantage not in ADVANTAGES:
             raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
-        if self.algo != "prompt" and self.group_size < 2:
+        algorithm = ALGORITHMS[self.algo]
+        if algorithm.trains and self.group_size < 2:
             raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
         if self.opd_coef < 0 or self.opd_beta <= 0:
             raise ValueError("need opd_coef >= 0 and opd_beta > 0")
         if self.positive_only and self.teacher_advantage:
             raise ValueError("positive_only shapes the OPD loss, which teacher_advantage replaces")
-        if (self.positive_only or self.teacher_advantage) and self.algo not in DISTILL_ALGOS:
+        if (self.positive_only or self.teacher_advantage) and not algorithm.distills:
+            teachers = sorted(n for n, c in ALGORITHMS.items() if c.distills)
             raise ValueError(
-                f"positive_only / teacher_advantage need a teacher: algo in {DISTILL_ALGOS}"
+                f"positive_only / teacher_advantage need a teacher: algo in {teachers}"
             )
         if self.teacher_advantage_clip is not None and self.teacher_advantage_clip <= 0:
             raise ValueError("teacher_advantage_clip must be > 0 (or None)")

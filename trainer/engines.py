@@ -146,7 +146,7 @@ class HFEngine:
         autocast_bf16: sample under bf16 autocast (faster on CPU; logprobs then differ slightly
             from an fp32 recomputation).
         processor: a vision-language policy's processor; then ``generate(..., images=...)``
-            sends pictures with the prompts (``trainer/vision.py``), and the image token is never
+            sends pictures with the prompts (``trainer/image_inputs.py``), and the image token is never
             sampled (it would ask for a picture that is not there; its probability mass still
             counts in the reported logprobs, as top-p's does).
     """
@@ -234,7 +234,7 @@ class HFEngine:
     ) -> list[Generation]:
         """``generate`` for prompts with pictures: same seeding and batching, pixel values with
         the first forward pass of each chunk (the KV cache carries them afterwards)."""
-        from seed_gym.trainer.vision import encode_image_prompt
+        from seed_gym.trainer.image_inputs import encode_image_prompt
 
         if len(images) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(images)} image lists")
@@ -341,7 +341,7 @@ class HFEngine:
                 for t in range(max_new_tokens):
                     kwargs = {self._cache_field: cache} if cache is not None else {}
                     if t == 0 and row_images is not None:  # pictures: first pass only
-                        from seed_gym.trainer.vision import image_inputs
+                        from seed_gym.trainer.image_inputs import image_inputs
 
                         kwargs.update(image_inputs(self.processor, row_images, device))
                     out = model(

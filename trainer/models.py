@@ -50,7 +50,7 @@ def _require_train_extra() -> None:
 
 
 @dataclass
-class Policy:
+class LoadedModel:
     """A model with what it needs to talk: tokenizer (and processor for VLMs)."""
 
     model: Any  # transformers PreTrainedModel (or a peft wrapper around one)
@@ -331,7 +331,7 @@ def load_policy(
     seed: int = 0,
     lora: dict[str, Any] | None = None,
     device: str = "cpu",
-) -> Policy:
+) -> LoadedModel:
     """Load ``"tiny"``, ``"smollm2"`` or a local HF folder; weights fp32 (bf16 is autocast).
 
     ``lora``: keyword arguments of ``peft.LoraConfig`` (e.g. ``{"r": 8, "lora_alpha": 16}``); the
@@ -364,7 +364,9 @@ def load_policy(
     if lora:
         model = apply_lora(model, **lora)
     model.to(device)
-    return Policy(model=model, tokenizer=tokenizer, processor=processor, name=str(name_or_path))
+    return LoadedModel(
+        model=model, tokenizer=tokenizer, processor=processor, name=str(name_or_path)
+    )
 
 
 def _load_local(path: Path, auto_causal, dtype):
@@ -418,7 +420,7 @@ def autocast(enabled: bool, device: str = "cpu"):
     return torch.autocast(device_type=device if device != "mps" else "cpu", dtype=torch.bfloat16)
 
 
-def save_policy(policy: Policy, path: str | Path) -> None:
+def save_policy(policy: LoadedModel, path: str | Path) -> None:
     """``save_pretrained`` of model (adapters only under LoRA) and tokenizer/processor."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)

@@ -113,14 +113,14 @@ class TeacherScores:
 
 
 def default_encode_prompt(tokenizer: Any) -> Callable[[list[dict[str, Any]]], list[int]]:
-    from seed_gym.trainer.chat_generate import encode_chat
+    from seed_gym.trainer.engines import encode_chat
 
     return lambda messages: encode_chat(tokenizer, messages)
 
 
 def _split_processor(tokenizer: Any) -> tuple[Any | None, Any]:
     """(processor, tokenizer): a vision-language policy passes its processor as ``tokenizer``."""
-    from seed_gym.trainer.vision import is_processor
+    from seed_gym.trainer.image_inputs import is_processor
 
     if is_processor(tokenizer):
         return tokenizer, tokenizer.tokenizer
@@ -130,13 +130,13 @@ def _split_processor(tokenizer: Any) -> tuple[Any | None, Any]:
 def _image_encoder(
     processor: Any, images: Sequence[Any]
 ) -> Callable[[list[dict[str, Any]]], list[int]]:
-    from seed_gym.trainer.vision import encode_image_prompt
+    from seed_gym.trainer.image_inputs import encode_image_prompt
 
     return lambda messages: encode_image_prompt(processor, messages, images)
 
 
 def sanitize_skill(skill: str | None, processor: Any) -> str | None:
-    from seed_gym.trainer.vision import sanitize_skill as _sanitize
+    from seed_gym.trainer.image_inputs import sanitize_skill as _sanitize
 
     return _sanitize(skill, processor)
 
@@ -304,3 +304,38 @@ def mean_teacher_gap(
         sums[owner[i]] += float(sum(lp[:k].tolist()) - sum(sample.old_logprobs[:k]))
         counts[owner[i]] += k
     return [s / c if c else None for s, c in zip(sums, counts, strict=True)]
+
+
+def trajectory_teacher_logprobs(
+    cfg: Any,
+    model: Any,
+    tokenizer: Any,
+    spec: Any,
+    trajs: Sequence[Trajectory],
+    skills: Sequence[Any],
+    *,
+    pad_id: int,
+) -> tuple[list[list[list[float] | None]], list[float | None]]:
+    """Teacher logprobs per trajectory, per step (None where the trajectory has no skill or the
+    step no response), and each trajectory's mean teacher gap (for the skill log). Call before
+    the update: ``model`` is π_old."""
+    from seed_gym.trainer.models import autocast
+
+    samples, texts, owner = flatten_with_skills(trajs, skills)
+    texts = [t if s.response_ids else None for s, t in zip(samples, texts, strict=True)]
+    with autocast(cfg.bf16):
+        scores = teacher_logprobs(
+            model,
+            tokenizer,
+            samples,
+            texts,
+            task_markers=spec.task_markers,
+            fallback_marker=spec.fallback_marker,
+            micro_batch=cfg.micro_batch,
+            pad_id=pad_id,
+            temperature=cfg.temperature,
+        )
+    per_traj: list[list[list[float] | None]] = [[] for _ in trajs]
+    for i, lp in enumerate(scores.per_sample):
+        per_traj[owner[i]].append(None if lp is None else [float(x) for x in lp.tolist()])
+    return per_traj, mean_teacher_gap(samples, scores, owner, len(trajs))

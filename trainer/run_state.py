@@ -18,6 +18,7 @@ import json
 import os
 import random
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,40 @@ def _task_success(path: Path) -> dict[str, float]:
             row = json.loads(line)
             won.setdefault(row["task_id"], []).append(float(row["won"]))
     return {t: float(np.mean(v)) for t, v in won.items()}
+
+
+# --- per-iteration logs: skills and trajectories (what the report shows) -----------------------
+def write_iteration_logs(
+    run_dir: Path,
+    iteration: int,
+    trajs: Sequence[Any],
+    *,
+    tokenizer: Any,
+    skills: Sequence[Any] | None,
+    teacher: Sequence[list[list[float] | None]] | None,
+    gaps: Sequence[float | None] | None,
+    trajectories: bool,
+    failures: dict[str, dict] | None = None,
+) -> None:
+    """``skills/iter_*.jsonl`` (when there are skills) and ``trajectories/iter_*.jsonl``. For
+    skill-grpo the trajectory's skill is the one its actor saw."""
+    from seed_gym.trainer.skill_log import SkillLog, skill_records
+    from seed_gym.trajlog import iteration_path, write_trajectories
+
+    if skills is not None:
+        SkillLog(run_dir).write(
+            iteration,
+            skill_records(trajs, skills, iteration=iteration, gaps=gaps, failures=failures),
+        )
+    if trajectories:
+        shown: Sequence[Any] | None = skills if teacher is not None else None
+        if teacher is None and any(t.actor_skill for t in trajs):
+            shown = [t.actor_skill for t in trajs]
+        write_trajectories(
+            iteration_path(run_dir, iteration),
+            trajs,
+            tokenizer=tokenizer,
+            skills=shown,
+            teacher_logprobs=teacher,
+            iteration=iteration,
+        )

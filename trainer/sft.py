@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.jsonl import read_jsonl, write_jsonl  # noqa: F401 - read_jsonl: Stage 1 rows
-from seed_gym.trainer.analyzer import Skill, analyzer_messages
+from seed_gym.trainer.analyzer import Skill, analyzer_kwargs, analyzer_messages
 from seed_gym.trainer.trajectory import Trajectory
 
 MIN_SUCCESS_GAIN = 1
@@ -326,15 +326,6 @@ STAGE1_FILES = {
 }
 
 
-def analyzer_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
-    """Truncation settings of the analyzer prompt, shared by Stage 1 rows and Stage 2 analyses
-    (the SFT rows must look exactly like what the policy reads later)."""
-    return {
-        "max_prompt_tokens": cfg.analyzer_budget,
-        "count_tokens": lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"]),
-    }
-
-
 def make_annotator(cfg: Any, tokenizer: Any) -> Any:
     """``privileged`` -> ``PrivilegedAnnotator(env)``; ``openai:URL`` -> ``OpenAIAnnotator``."""
     from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
@@ -401,7 +392,7 @@ def run_stage1(
     from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
     from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.models import load_policy, save_policy
-    from seed_gym.wrappers.group import make_group_pool
+    from seed_gym.wrappers.pool import make_group_pool
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -604,3 +595,20 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def stage1_model(
+    cfg: Any, run_dir: Path, device: str = "cpu", *, self_analyzes: bool = True
+) -> str | None:
+    """The folder Stage 2 starts from: ``cfg.sft_model`` if given; when the policy analyzes its
+    own episodes (``Algorithm.self_analyzes``: seed, skill-grpo) and without ``--no-sft``, Stage
+    1's model (run now into ``RUN_DIR/stage1`` unless a finished one is there); else None (start
+    from ``cfg.model``)."""
+    if cfg.sft_model:
+        return cfg.sft_model
+    if not self_analyzes or cfg.no_sft:
+        return None
+    out = run_dir / "stage1"
+    if not stage1_done(out):
+        run_stage1(cfg, out, device=device)
+    return str(out / STAGE1_FILES["model"])

@@ -219,7 +219,7 @@ def analyzer_demonstrations(
     Half the episodes are played with ``noise`` (mostly successes: workflow skills), half with
     random actions only (failures: avoidance skills), on a random stream of their own.
     ``analyzer_kwargs`` (``max_prompt_tokens``, ``count_tokens``) must be the trainer's, so the
-    prompts look exactly like Stage 2's (``sft.analyzer_kwargs``)."""
+    prompts look exactly like Stage 2's (``analyzer.analyzer_kwargs``)."""
     from seed_gym.trainer.analyzer import analyzer_messages
     from seed_gym.trainer.annotators import PrivilegedAnnotator
 
@@ -405,7 +405,7 @@ def build_warmup_model(
     )
     policy = load_policy(base, seed=settings.seed)
     if settings.analyzer_episodes:
-        from seed_gym.trainer.sft import analyzer_kwargs
+        from seed_gym.trainer.analyzer import analyzer_kwargs
 
         rows += analyzer_demonstrations(
             env_id,

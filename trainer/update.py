@@ -1,0 +1,321 @@
+"""The update step: PPO-clip GRPO (+ k3 KL, entropy, gated OPD or teacher advantages) over an
+iteration's step-samples, in mini-batches (one AdamW step each) of micro-batches (gradient
+accumulation), with the token-mean denominators of the whole mini-batch.
+
+``policy_loss`` is the pure part (tensors in, a scalar loss and its statistics out);
+``run_update`` feeds it: epochs -> mini-batches -> micro-batches -> optimizer steps, and returns
+the iteration's ``train/*`` and ``opd/*`` metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from seed_gym.trainer.image_inputs import image_inputs
+from seed_gym.trainer.logprobs import pack, packed_logprobs
+from seed_gym.trainer.losses import (
+    broadcast_to_tokens,
+    entropy_bonus,
+    kl_k3,
+    masked_mean,
+    opd_loss,
+    ppo_clip_loss,
+    teacher_advantages,
+    token_mean,
+)
+from seed_gym.trainer.models import autocast
+from seed_gym.trainer.trajectory import StepSample
+
+
+# --- the loss -----------------------------------------------------------------------------------
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    *,
+    entropy: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    teacher_logprobs: torch.Tensor | None,
+    teacher_mask: torch.Tensor | None,
+    num_tokens: float,
+    num_teacher_tokens: float,
+    cfg: Any,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """``L = PPO-clip(A) - ent_coef * H + kl_coef * KL_k3(pi || pi_ref) + lambda * L_opd``.
+
+    With ``cfg.teacher_advantage`` (OPID) the teacher adds ``w * (teacher_lp - old_lp)`` to the
+    advantages instead of the OPD term. Token means divide by the mini-batch's ``num_tokens``
+    (OPD: ``num_teacher_tokens``), so micro-batches of one optimizer step add up.
+
+    logprobs, old_logprobs, advantages, response_mask, entropy, ref_logprobs, teacher_logprobs,
+    teacher_mask: [n, L]. ``cfg`` supplies the coefficients (``TrainConfig`` fields).
+    Stats: clip_frac, dual_clip_frac, approx_kl, entropy, kl_ref, and the ``opd/*`` metrics.
+    """
+    mask = response_mask  # [n, L]
+    teacher = teacher_logprobs is not None and float(teacher_mask.sum()) > 0
+    if teacher_logprobs is not None and cfg.teacher_advantage:  # OPID: A + w·(teacher − old)
+        advantages = teacher_advantages(
+            advantages,
+            teacher_logprobs,
+            old_logprobs,
+            teacher_mask * mask,
+            weight=cfg.teacher_advantage_coef,
+            clip=cfg.teacher_advantage_clip,
+        )  # [n, L]
+    loss, stats = ppo_clip_loss(
+        logprobs,
+        old_logprobs,
+        advantages,
+        mask,
+        clip_low=cfg.clip_low,
+        clip_high=cfg.clip_high,
+        dual_clip=cfg.dual_clip,
+        num_tokens=num_tokens,
+    )
+    stats["entropy"] = float(masked_mean(entropy.detach(), mask))
+    if cfg.ent_coef > 0:
+        loss = loss - cfg.ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
+    if ref_logprobs is not None:
+        kl = kl_k3(logprobs, ref_logprobs)  # [n, L]
+        loss = loss + cfg.kl_coef * token_mean(kl, mask, num_tokens=num_tokens)
+        stats["kl_ref"] = float(masked_mean(kl.detach(), mask))
+    if teacher:
+        # gated OPD: raises sampled tokens, most where the skill agrees
+        opd, opd_stats = opd_loss(
+            logprobs,
+            teacher_logprobs,
+            mask,
+            teacher_mask,
+            beta=cfg.opd_beta,
+            positive_only=cfg.positive_only,
+            num_tokens=num_teacher_tokens,
+        )
+        if not cfg.teacher_advantage:
+            loss = loss + cfg.opd_coef * opd
+        else:
+            opd_stats["opd/loss"] = 0.0
+        stats.update(opd_stats)
+    return loss, stats
+
+
+# --- feeding it -----------------------------------------------------------------------------------
+@dataclass
+class Sample:
+    """One step-sample of the update: the step, its advantage, the logprobs it was sampled with
+    and (with a teacher) the teacher's logprobs of its response tokens (None: no skill)."""
+
+    step: StepSample
+    advantage: float
+    old_logprobs: Sequence[float]
+    teacher_logprobs: Sequence[float] | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.step.prompt_ids) + len(self.step.response_ids)
+
+
+def n_mini_batches(n_samples: int, cfg: Any) -> int:
+    """Optimizer steps per epoch: ``cfg.mini_batches`` if set, else ceil(N / mini_batch_size)."""
+    if cfg.mini_batches is not None:
+        return cfg.mini_batches
+    return max(1, -(-n_samples // cfg.mini_batch_size))
+
+
+def padded(rows: Sequence[Sequence[float] | None], like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per-row values right-padded into ``like``'s shape [n, L], and the mask of the rows that
+    have values (all-zero rows for None)."""
+    values, mask = torch.zeros_like(like), torch.zeros_like(like)  # [n, L], [n, L]
+    for row, v in enumerate(rows):
+        if v:
+            values[row, : len(v)] = torch.tensor(list(v))
+            mask[row, : len(v)] = 1.0
+    return values, mask
+
+
+def micro_batch_loss(
+    model: Any,
+    batch_samples: Sequence[Sample],
+    *,
+    reference: Callable[..., torch.Tensor] | None,
+    distill: bool,
+    num_tokens: float,
+    num_teacher_tokens: float,
+    cfg: Any,
+    pad_id: int,
+    processor: Any,
+    device: Any,
+) -> tuple[torch.Tensor, dict[str, float], float]:
+    """Forward one micro-batch and return (loss, stats, its share of the mini-batch's tokens)."""
+    steps = [s.step for s in batch_samples]
+    batch = pack(
+        [s.prompt_ids for s in steps],
+        [s.response_ids for s in steps],
+        pad_id=pad_id,
+        share_prefix=processor is None,  # images: rows run whole
+    ).to(device)
+    vision = image_inputs(processor, [s.images for s in steps], device)  # {} for text
+    mask = batch.response_mask  # [n, L]
+    old, _ = padded([s.old_logprobs for s in batch_samples], mask)  # [n, L]
+    adv = broadcast_to_tokens(
+        torch.tensor([s.advantage for s in batch_samples], device=mask.device), mask
+    )  # [n, L]
+    t_lp = t_mask = None
+    if distill:
+        t_lp, t_mask = padded([s.teacher_logprobs for s in batch_samples], mask)  # [n, L]
+    with autocast(cfg.bf16):
+        logprobs, entropy = packed_logprobs(
+            model, batch, temperature=cfg.temperature, with_entropy=True, **vision
+        )  # [n, L], [n, L]
+    ref = reference(batch, vision) if reference is not None else None  # [n, L]
+    loss, stats = policy_loss(
+        logprobs,
+        old,
+        adv,
+        mask,
+        entropy=entropy,
+        ref_logprobs=ref,
+        teacher_logprobs=t_lp,
+        teacher_mask=t_mask,
+        num_tokens=num_tokens,
+        num_teacher_tokens=num_teacher_tokens,
+        cfg=cfg,
+    )
+    return loss, stats, float(mask.sum()) / num_tokens
+
+
+def run_update(
+    model: Any,
+    optimizer: Any,
+    samples: list[Sample],
+    *,
+    reference: Callable[..., torch.Tensor] | None,
+    distill: bool,
+    cfg: Any,
+    rng: np.random.Generator,
+    pad_id: int,
+    processor: Any,
+    device: Any,
+    dist: Any,
+) -> dict[str, float]:
+    """``cfg.ppo_epochs`` passes over ``samples``, shuffled by ``rng`` and split into
+    ``n_mini_batches`` mini-batches of one AdamW step each; returns the update's metrics."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    stats: dict[str, list[float]] = {}
+    opd = OPDStats()
+    steps = 0
+    model.train()
+    for _epoch in range(cfg.ppo_epochs):
+        order = rng.permutation(len(samples))
+        for mb in np.array_split(order, n_mini_batches(len(samples), cfg)):
+            if len(mb) == 0:
+                continue
+            # long samples together: less padding per micro-batch
+            mb = sorted(mb.tolist(), key=lambda i: samples[i].length)
+            num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
+            # OPD token-mean denominator: response tokens with a teacher
+            num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)
+            mb = dist.shard(mb)  # this rank's share; the denominators stay global
+            optimizer.zero_grad(set_to_none=True)
+            for start in range(0, len(mb), cfg.micro_batch):
+                loss, s, w = micro_batch_loss(
+                    model,
+                    [samples[i] for i in mb[start : start + cfg.micro_batch]],
+                    reference=reference,
+                    distill=distill,
+                    num_tokens=num_tokens,
+                    num_teacher_tokens=num_teacher,
+                    cfg=cfg,
+                    pad_id=pad_id,
+                    processor=processor,
+                    device=device,
+                )
+                loss.backward()
+                _accumulate(stats, s, float(loss.detach()), w)
+                if "opd/teacher_tokens" in s:
+                    opd.add(s, s["opd/loss"])
+            dist.all_reduce_gradients(params)  # sum of the ranks' shares
+            stats.setdefault("grad_norm", []).append(_clip(params, cfg.max_grad_norm))
+            optimizer.step()
+            steps += 1
+    stats = dist.gather_stats(stats)  # every rank's micro-batches
+    return _metrics(stats, max(1, steps), opd if distill else None)
+
+
+def _accumulate(stats: dict[str, list[float]], s: dict[str, float], loss: float, w: float) -> None:
+    """Micro-batch statistics: token-weighted (``w``: its share of the step's tokens) so their
+    sums over a step are step means; ``kl_ref`` as a plain mean."""
+    stats.setdefault("loss", []).append(loss)
+    for k in ("entropy", "clip_frac", "dual_clip_frac", "approx_kl"):
+        stats.setdefault(k, []).append(s[k] * w)
+    if "kl_ref" in s:
+        stats.setdefault("kl_ref", []).append(s["kl_ref"])
+
+
+def _clip(params: list[Any], max_norm: float) -> float:
+    if max_norm > 0:
+        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    return float(
+        torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+    )
+
+
+def _metrics(stats: dict[str, list[float]], n_steps: int, opd: OPDStats | None) -> dict[str, float]:
+    # per-step sums over micro-batches, averaged over optimizer steps
+    out = {
+        f"train/{k}": float(np.sum(stats[k])) / n_steps
+        for k in ("loss", "entropy", "clip_frac", "dual_clip_frac", "approx_kl")
+        if k in stats
+    }
+    if "kl_ref" in stats:
+        out["train/kl_ref"] = float(np.mean(stats["kl_ref"]))
+    out["train/grad_norm"] = float(np.mean(stats["grad_norm"])) if "grad_norm" in stats else 0.0
+    out["train/optimizer_steps"] = float(n_steps)
+    if opd is not None:
+        out.update(opd.metrics(n_steps))
+    return out
+
+
+class OPDStats:
+    """``opd/*`` over an iteration: gate and gap means weighted by teacher tokens, the OPD loss
+    summed over micro-batches and averaged over optimizer steps (as ``train/loss``)."""
+
+    MEANS = ("opd/gate_mean", "opd/active_ratio", "opd/teacher_gap_mean")
+
+    def __init__(self) -> None:
+        self.sums = dict.fromkeys(self.MEANS, 0.0)
+        self.tokens = 0.0
+        self.loss = 0.0
+
+    def add(self, stats: dict[str, float], loss: float) -> None:
+        n = stats["opd/teacher_tokens"]
+        for k in self.MEANS:
+            self.sums[k] += stats[k] * n
+        self.tokens += n
+        self.loss += loss
+
+    def metrics(self, n_steps: int) -> dict[str, float]:
+        out = {k: v / self.tokens if self.tokens else 0.0 for k, v in self.sums.items()}
+        out["opd/loss"] = self.loss / n_steps
+        out["opd/teacher_tokens"] = self.tokens / n_steps
+        return out
+
+
+def reference_logprobs(model: Any, ref_model: Any | None, cfg: Any) -> Callable[..., torch.Tensor]:
+    """``fn(batch, vision) -> ref_logprobs [n, L]`` under the frozen reference: a copy of the
+    starting policy, or (LoRA) the policy with its adapters disabled."""
+
+    @torch.no_grad()
+    def reference(batch: Any, vision: dict[str, Any]) -> torch.Tensor:
+        with autocast(cfg.bf16):
+            if ref_model is not None:
+                return packed_logprobs(ref_model, batch, temperature=cfg.temperature, **vision)[0]
+            with model.disable_adapter():
+                return packed_logprobs(model, batch, temperature=cfg.temperature, **vision)[0]
+
+    return reference
