@@ -1,9 +1,9 @@
 """The LLM-facing layer: prompts, history, parsing, penalties, images, recording, group pools."""
 
 from seed_gym.wrappers.agent import AgentEnv, wrap_agent
-from seed_gym.wrappers.pool import EnvPool, make_group_pool
 from seed_gym.wrappers.history import AnchorInfo, TurnHistory
 from seed_gym.wrappers.parse import ParseAction
+from seed_gym.wrappers.pool import EnvPool, make_group_pool
 from seed_gym.wrappers.pool_errors import EnvPoolError, WorkerDiedError
 from seed_gym.wrappers.prompt import PromptObservation
 from seed_gym.wrappers.record import EpisodeRecorder
