@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
 
     prog = "seed-gym play"
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0])
-    p.add_argument("env_id", help="e.g. seed_gym/Sokoban-v0")
+    p.add_argument("env_id", nargs="?", help="e.g. seed_gym/Sokoban-v0 (or --env, as elsewhere)")
+    p.add_argument("--env", dest="env_flag", default=None, help="the env id, as in eval and train")
     p.add_argument("--split", default="seen", help="train | seen | unseen (default: seen)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--modality", default=None, help="text | image | text+image (env default)")
@@ -128,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     add_env_kwarg_argument(p)
     add_import_argument(p)
     args = p.parse_args(argv)
+    if (args.env_id is None) == (args.env_flag is None):
+        p.error("name the env once: seed-gym play ENV_ID or seed-gym play --env ENV_ID")
+    args.env_id = args.env_id or args.env_flag
     import_modules_or_exit(prog, args.imports)
     env_kwargs = env_kwargs_or_exit(prog, args.env_kwargs)
     check_env_args(

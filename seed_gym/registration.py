@@ -133,6 +133,59 @@ def env_kwarg_names(env_id: str) -> list[str] | None:
     return [p.name for p in params if p.kind in kinds and p.name not in skip]
 
 
+# what building an env may raise for a bad argument: a missing folder, a corrupt file, a missing
+# extra, a value the constructor rejects
+ENV_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, gym.error.Error)
+
+
+def env_args_problem(
+    env_id: str,
+    *,
+    split: str,
+    modality: str | None = None,
+    max_steps: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> str | None:
+    """Why ``env_id`` cannot be made as asked, in one line naming the bad value and the valid
+    choices; None when it can: a registered id, a known split, a modality the env has, a positive
+    step limit, constructor arguments it takes, and a constructor (and split manifest) that
+    succeeds with them. The CLI commands print it and exit before writing anything."""
+    from seed_gym.splits import SPLITS
+
+    env_kwargs = dict(env_kwargs or {})
+    known = list_envs()
+    if env_id not in known:
+        return f"unknown env {env_id!r}; choose one of: {', '.join(known)}"
+    if split not in SPLITS:
+        return f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}"
+    if max_steps is not None and max_steps < 1:
+        return f"--max-steps must be >= 1, not {max_steps}"
+    try:
+        cls = env_class(env_id)
+    except ENV_ERRORS as e:
+        return f"cannot load {env_id}: {e}"
+    modalities = getattr(cls, "modalities", None)
+    if modality is not None and modalities is not None and modality not in modalities:
+        return f"{env_id} has no modality {modality!r}; choose one of: {', '.join(modalities)}"
+    names = env_kwarg_names(env_id)
+    unknown = sorted(set(env_kwargs) - set(names)) if names is not None else []
+    if unknown:
+        return (
+            f"{env_id} takes no argument {unknown[0]!r}; its --env-kwarg keys are: "
+            f"{', '.join(names or []) or '(none)'}"
+        )
+    try:
+        env = make(env_id, split=split, modality=modality, **env_kwargs)
+        try:
+            _ = env.unwrapped.task_ids  # data folders are read and splits listed here
+        finally:
+            env.close()
+    except ENV_ERRORS as e:
+        shown = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items())
+        return f"cannot make {env_id}{f' with {shown}' if shown else ''}: {e}"
+    return None
+
+
 def split_manifest(env_id: str, split: str, **kwargs: Any) -> SplitManifest:
     """The manifest of ``split`` (task ids in a fixed order, with ``.hash``)."""
     env = make(env_id, split=split, **kwargs)

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.usage import ENV_ERRORS, usage_error
+    from seed_gym.registration import ENV_ERRORS
+    from seed_gym.usage import usage_error
 
     prog = "seed-gym serve"
     args = build_parser().parse_args(argv)

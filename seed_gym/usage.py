@@ -12,13 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
-import gymnasium as gym
-
 USAGE_EXIT = 2  # argparse's code for a usage error
-
-# what building an env may raise for a bad argument: a missing folder, a corrupt file, a missing
-# extra, a value the constructor rejects
-ENV_ERRORS = (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, gym.error.Error)
 
 
 def usage_error(prog: str, message: str) -> NoReturn:
@@ -77,47 +71,14 @@ def check_env_args(
     max_steps: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
 ) -> None:
-    """Exit with one line unless ``env_id`` can be made as asked: registered id, known split,
-    a modality the env has, a positive step limit, constructor arguments it takes, and a
-    constructor (and split manifest) that succeeds with them."""
-    import seed_gym
-    from seed_gym.registration import env_class, env_kwarg_names, list_envs
-    from seed_gym.splits import SPLITS
+    """Exit with one line unless ``env_id`` can be made as asked (``env_args_problem``)."""
+    from seed_gym.registration import env_args_problem
 
-    env_kwargs = dict(env_kwargs or {})
-    known = list_envs()
-    if env_id not in known:
-        usage_error(prog, f"unknown env {env_id!r}; choose one of: {', '.join(known)}")
-    if split not in SPLITS:
-        usage_error(prog, f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
-    if max_steps is not None and max_steps < 1:
-        usage_error(prog, f"--max-steps must be >= 1, not {max_steps}")
-    try:
-        cls = env_class(env_id)
-    except ENV_ERRORS as e:
-        usage_error(prog, f"cannot load {env_id}: {e}")
-    modalities = getattr(cls, "modalities", None)
-    if modality is not None and modalities is not None and modality not in modalities:
-        usage_error(
-            prog, f"{env_id} has no modality {modality!r}; choose one of: {', '.join(modalities)}"
-        )
-    names = env_kwarg_names(env_id)
-    unknown = sorted(set(env_kwargs) - set(names)) if names is not None else []
-    if unknown:
-        usage_error(
-            prog,
-            f"{env_id} takes no argument {unknown[0]!r}; its --env-kwarg keys are: "
-            f"{', '.join(names) or '(none)'}",
-        )
-    try:
-        env = seed_gym.make(env_id, split=split, modality=modality, **env_kwargs)
-        try:
-            _ = env.unwrapped.task_ids  # data folders are read and splits listed here
-        finally:
-            env.close()
-    except ENV_ERRORS as e:
-        shown = ", ".join(f"{k}={v!r}" for k, v in env_kwargs.items())
-        usage_error(prog, f"cannot make {env_id}{f' with {shown}' if shown else ''}: {e}")
+    problem = env_args_problem(
+        env_id, split=split, modality=modality, max_steps=max_steps, env_kwargs=env_kwargs
+    )
+    if problem is not None:
+        usage_error(prog, problem)
 
 
 def check_policy_spec(prog: str, spec: str) -> None:

@@ -104,7 +104,7 @@ def test_policy_registry():
     assert isinstance(make_policy("oracle"), Policy)
     with pytest.raises(ValueError, match="unknown policy"):
         make_policy("nomodel:/nowhere")
-    with pytest.raises(FileNotFoundError, match="nor a local Hugging Face model folder"):
+    with pytest.raises(FileNotFoundError, match="a local Hugging Face model folder with a config.json nor a hub id"):
         make_policy("model:/nowhere")  # model: is built in now; a missing folder says so
     seen = []
     register_policy("echo", lambda arg: seen.append(arg) or RandomPolicy())
@@ -281,6 +281,9 @@ def test_play_env_kwarg_reaches_the_constructor():
         (["eval", "--env", "seed_gym/Sokoban-v0", "--env-kwarg", "junk"], ["'junk'", "KEY=VALUE"]),
         (["play", "seed_gym/Nope-v0"], ["'seed_gym/Nope-v0'", "seed_gym/EZPoints-v0"]),
         (["play", "seed_gym/Sokoban-v0", "--modality", "audio"], ["'audio'", "text+image"]),
+        (["play", "--env", "seed_gym/Nope-v0"], ["'seed_gym/Nope-v0'", "seed_gym/EZPoints-v0"]),
+        (["play"], ["name the env once", "--env ENV_ID"]),
+        (["play", "seed_gym/Sokoban-v0", "--env", "seed_gym/Sokoban-v0"], ["name the env once"]),
         (["data", "build", "bogus"], ["'bogus'", "alfworld, search"]),
         (["list", "extra"], ["extra"]),
         (["serve", "nosite"], ["'nosite'", "webshop"]),
@@ -342,7 +345,16 @@ def test_play_agent_mode_shows_the_prompt_and_parses_completions():
 
 def test_play_through_the_console_entry_point():
     result = cli(
-        "play", "--import", EXAMPLE, GUESS_ID, "--split", "unseen", "--seed", "2", stdin="7\n"
+        "play",
+        "--import",
+        EXAMPLE,
+        "--env",
+        GUESS_ID,
+        "--split",
+        "unseen",
+        "--seed",
+        "2",
+        stdin="7\n",
     )
     assert result.returncode == 0, result.stderr
     assert "7? " in result.stdout and "(end of input)" in result.stdout

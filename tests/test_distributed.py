@@ -9,7 +9,9 @@ the final parameters must agree within float tolerance.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -79,8 +81,18 @@ WORKER = textwrap.dedent(
     torch.optim.AdamW.step = keep
     cfg = TrainConfig(**json.loads(open(sys.argv[1]).read()))
     train(cfg)
-    params = [p.detach().clone() for g in last["opt"].param_groups for p in g["params"]]
-    torch.save(params, os.path.join(cfg.out, f"params_rank{os.environ.get('RANK', '0')}.pt"))
+    rank = os.environ.get("RANK", "0")
+    local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # an FSDP shard
+    params = [local(p).detach().clone() for g in last["opt"].param_groups for p in g["params"]]
+    torch.save(params, os.path.join(cfg.out, f"params_rank{rank}.pt"))
+    size = lambda t: local(t).numel() * local(t).element_size()
+    held = {
+        "parameters": sum(size(p) for p in params),
+        "optimizer": sum(size(v) for st in last["opt"].state.values() for v in st.values()
+                         if hasattr(v, "dim") and v.dim() > 0),
+    }
+    print(f"rank {rank} holds {held}", file=sys.stderr)
+    open(os.path.join(cfg.out, f"bytes_rank{rank}.json"), "w").write(json.dumps(held))
     """
 )
 
@@ -129,9 +141,14 @@ def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> str:
             str(cfg_path),
         ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:  # show the ranks' tracebacks, not only torchrun's summary
-        tb = proc.stderr.find("Traceback")
-        pytest.fail(proc.stdout[-2000:] + proc.stderr[max(0, tb - 200) :][:20000])
+    if nproc > 1 and not cfg.resume and "(SIGABRT)" in proc.stderr and "[rank" not in proc.stderr:
+        # about 1 launch in 10 on the 2-core CI machine, a rank is aborted by a signal with no
+        # Python traceback (not reproduced in 6 reruns; tracked in docs/scaling.md): rerun once
+        print(f"torchrun rank aborted without a traceback; rerunning once:\n{proc.stderr[-3000:]}")
+        shutil.rmtree(cfg.out, ignore_errors=True)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:  # show what the ranks printed, not only torchrun's summary
+        pytest.fail(proc.stdout[-2000:] + proc.stderr[-20000:])
     return proc.stderr
 
 
@@ -164,6 +181,68 @@ def test_two_processes_match_one_process(tmp_path):
             torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
     ckpt = torch.load(tmp_path / "two" / "checkpoint.pt", weights_only=False)
     assert ckpt["iteration"] == 3
+
+
+def _weights(folder) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_fsdp_matches_one_process_shards_the_state_and_resumes_exactly(tmp_path):
+    """FSDP2 over 2 gloo processes against one process: the same losses and final weights within
+    float tolerance, each rank holding about half of the parameter and AdamW bytes; a sharded
+    checkpoint resumes exactly; the exported Hugging Face folder reloads."""
+    kw = dict(save_hf=True, dist_rollout="rank0")
+    _launch(tmp_path, _config(tmp_path, "one", save_hf=True), 1)
+    _launch(tmp_path, _config(tmp_path, "fsdp", fsdp=True, **kw), 2)
+    one, two = run_metrics(tmp_path / "one"), run_metrics(tmp_path / "fsdp")
+    for a, b in zip(one, two, strict=True):
+        assert a["rollout/return"] == b["rollout/return"]
+        for k in UPDATE_KEYS:
+            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-6), k
+    w1, w2 = _weights(tmp_path / "one" / "model"), _weights(tmp_path / "fsdp" / "model")
+    assert w1.keys() == w2.keys()
+    for k in w1:
+        torch.testing.assert_close(w2[k], w1[k], rtol=1e-5, atol=1e-6)
+    whole = json.loads((tmp_path / "one" / "bytes_rank0.json").read_text())
+    for rank in (0, 1):
+        held = json.loads((tmp_path / "fsdp" / f"bytes_rank{rank}.json").read_text())
+        for item in ("parameters", "optimizer"):
+            print(f"rank {rank} {item}: {held[item]} bytes of {whole[item]} in one process")
+            assert 0.4 < held[item] / whole[item] < 0.6, (item, held[item], whole[item])
+    # resume: 2 iterations, then on to 3 from the sharded checkpoint, under torchrun again
+    _launch(tmp_path, _config(tmp_path, "part", fsdp=True, iterations=2, **kw), 2)
+    assert (tmp_path / "part" / "checkpoint.dcp" / "iter_000002").is_dir()
+    _launch(tmp_path, _config(tmp_path, "part", fsdp=True, resume=True, **kw), 2)
+    assert [m["iteration"] for m in run_metrics(tmp_path / "part")] == [1, 2, 3]
+    wp = _weights(tmp_path / "part" / "model")
+    assert all(torch.equal(wp[k], w2[k]) for k in w2)
+    from seed_gym.trainer.models import load_policy
+
+    assert load_policy(str(tmp_path / "fsdp" / "model")).model.num_parameters() > 0
+
+
+def test_fsdp_shards_lora_adapters_like_one_process(tmp_path):
+    """LoRA under FSDP2: the adapters (and the frozen base) are sharded; losses match one process
+    and the exported adapter folder holds the same adapter weights."""
+    pytest.importorskip("peft")
+    kw = dict(lora_r=4, lora_alpha=8, lr=1e-3, iterations=2, save_hf=True)
+    _launch(tmp_path, _config(tmp_path, "lora1", **kw), 1)
+    _launch(tmp_path, _config(tmp_path, "lora2", fsdp=True, dist_rollout="rank0", **kw), 2)
+    for a, b in zip(run_metrics(tmp_path / "lora1"), run_metrics(tmp_path / "lora2"), strict=True):
+        for k in UPDATE_KEYS:
+            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-6), k
+    from safetensors.torch import load_file
+
+    one = load_file(str(tmp_path / "lora1" / "model" / "adapter_model.safetensors"))
+    two = load_file(str(tmp_path / "lora2" / "model" / "adapter_model.safetensors"))
+    assert one.keys() == two.keys() and len(one) > 0
+    for k in one:
+        torch.testing.assert_close(two[k], one[k], rtol=1e-5, atol=1e-6)
+    held = json.loads((tmp_path / "lora2" / "bytes_rank1.json").read_text())
+    whole = json.loads((tmp_path / "lora1" / "bytes_rank0.json").read_text())
+    assert 0.4 < held["optimizer"] / whole["optimizer"] < 0.6  # the adapters' AdamW state
 
 
 def test_sharded_rollouts_keep_ranks_identical(tmp_path):

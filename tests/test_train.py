@@ -16,7 +16,7 @@ from seed_gym.splits import SplitManifest  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
 from seed_gym.trainer.models import bf16_is_fast  # noqa: E402
 from seed_gym.trainer.run_state import load_checkpoint  # noqa: E402
-from seed_gym.trainer.train import task_batch, train  # noqa: E402
+from seed_gym.trainer.train import main, task_batch, train  # noqa: E402
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
 
 ECHO_ID = "test/LetterE-v0"
@@ -383,3 +383,66 @@ def test_the_example_env_trains_with_seed_warmup_and_stage1_without_trainer_edit
     ]
     assert stage1["annotator"] == "privileged"
     assert all("the secret was" in json.loads(r["completion"])["episode_skill"] for r in rows)
+
+
+# --- the train command line: --env-kwarg, one-line errors -------------------------------------
+class PrefixedEnv(LetterEEnv):
+    """LetterE whose task ids carry a constructor argument: ``--env-kwarg prefix=...``."""
+
+    env_id = "test/PrefixedLetterE-v0"
+
+    def __init__(self, split="train", modality=None, render_mode=None, prefix: str = "t"):
+        self.prefix = prefix
+        super().__init__(split=split, modality=modality, render_mode=render_mode)
+
+    def manifest(self, split):
+        return SplitManifest(
+            self.env_id, split, tuple(f"{self.prefix}-{split}-{i}" for i in range(6))
+        )
+
+
+if PrefixedEnv.env_id not in seed_gym.list_envs():
+    seed_gym.register(
+        PrefixedEnv.env_id,
+        PrefixedEnv,
+        max_episode_steps=2,
+        agent_spec=AgentSpec(
+            render=lambda ctx: f"Your task is to: {ctx.task}", parse=_parse_any, history=0
+        ),
+    )
+
+
+def test_env_kwargs_reach_every_env_and_survive_resume(tmp_path):
+    out = tmp_path / "kw"
+    argv = ["--preset", "tiny", "--env", PrefixedEnv.env_id, "--env-kwarg", "prefix=zz",
+            "--out", str(out), "--iterations", "1", "--tasks-per-iter", "2", "--group-size", "2",
+            "--max-new-tokens", "4", "--eval-tasks", "2", "--no-progress", "--no-tensorboard",
+            "--no-save-hf"]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads((out / "config.json").read_text())["env_kwarg"] == ["prefix=zz"]
+    assert main(["--resume", "--out", str(out), "--iterations", "2", "--no-progress"]) == 0
+    rollouts = [json.loads(line) for f in sorted((out / "trajectories").glob("*.jsonl"))
+                for line in f.read_text().splitlines()]  # fmt: skip
+    evals = [json.loads(line) for f in sorted((out / "evals").glob("*.jsonl"))
+             for line in f.read_text().splitlines()]  # fmt: skip
+    assert len(rollouts) == 8 and evals  # 2 iterations x 2 tasks x 2, and the evals
+    assert all(r["task_id"].startswith("zz-train-") for r in rollouts)
+    assert all(r["task_id"].startswith("zz-") for r in evals)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--env", "bogus/X-v0"], "unknown env 'bogus/X-v0'; choose one of: "),
+        (["--env", "seed_gym/EZPoints-v0", "--modality", "smell"], "no modality 'smell'"),
+        (["--env", ECHO_ID, "--env-kwarg", "colour=red"], "takes no argument 'colour'"),
+        (["--env", PrefixedEnv.env_id, "--model", "/nonexistent/model"], "'/nonexistent/model'"),
+        (["--env", "seed_gym/WebShop-v0", "--env-kwarg", "data_dir=/nope"], "/nope"),
+    ],
+)
+def test_train_usage_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, needle):
+    out = tmp_path / "run"
+    assert main([*argv, "--preset", "tiny", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("seed-gym train: ") and needle in err
+    assert not out.exists()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from seed_gym.seeding import derive_seed
 from seed_gym.trainer.engines import RolloutEngine
@@ -77,39 +78,11 @@ def collect(
     if skills is not None and len(skills) != n_groups:
         raise ValueError(f"{n_groups} tasks but {len(skills)} skills")
 
-    seeds = [int(env_seeds[i // g_size]) for i in range(len(pool))]
-    options = [{"task_id": task_ids[i // g_size]} for i in range(len(pool))]
-    trajs: list[Trajectory] = []
-    obs: list[Any] = []
-    infos: list[dict] = []
-    for i, (o, info) in enumerate(pool.reset(seeds, options)):
-        b, g = divmod(i, g_size)
-        trajs.append(
-            Trajectory(
-                traj_id=f"{prefix}b{b}-g{g}",
-                group_id=f"{prefix}b{b}",
-                task_id=str(info.get("task_id", task_ids[b])),
-                task_type=str(info.get("task_type", "")),
-                task=str(info.get("task", "")),
-                seed=seeds[i],
-            )
-        )
-        obs.append(o)
-        infos.append(info)
-        if skills is not None:
-            trajs[-1].actor_skill = skills[b]
-        if privileged:
-            # the solver describes the *current* state: take it now, at the episode start
-            trajs[-1].privileged = (
-                dict(pool.call(i, "privileged_info")) if g == 0 else trajs[-1 - g].privileged
-            )
-
+    trajs, obs, infos = _reset_groups(
+        pool, task_ids, env_seeds, g_size, prefix=prefix, skills=skills, privileged=privileged
+    )
     live = list(range(len(pool)))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(desc="rollout turns", unit="turn", leave=False)
+    bar = tqdm(desc="rollout turns", unit="turn", leave=False, disable=not progress)
     turn = 0
     try:
         while live:
@@ -137,42 +110,96 @@ def collect(
             for i, msgs, gen, (o, reward, term, trunc, info) in zip(
                 live, prompts, gens, results, strict=True
             ):
-                traj = trajs[i]
-                traj.steps.append(
-                    StepSample(
-                        messages=msgs,
-                        prompt_ids=list(gen.prompt_ids),
-                        response_ids=list(gen.ids),
-                        old_logprobs=list(gen.logprobs),
-                        response_text=gen.text,
-                        observation=str(infos[i].get("anchor", "")),
-                        action=info.get("parsed_action"),
-                        valid=bool(info.get("format_valid", info.get("action_is_valid", True))),
-                        reward=float(reward),
-                        images=list(obs[i].get("images") or []),
-                        penalty=float(info.get("format_penalty", 0.0)),
-                    )
-                )
-                traj.won = bool(info.get("won", False))
-                score_key = getattr(spec, "score_key", None)
-                if score_key and info.get(score_key) is not None:
-                    traj.score = float(info[score_key])
-                if "pool.error" in info:
-                    traj.error = str(info["pool.error"])
+                _record_turn(trajs[i], msgs, gen, infos[i], obs[i], float(reward), info, spec)
                 obs[i], infos[i] = o, info
                 if term or trunc:
-                    traj.truncated = bool(trunc and not term)
+                    trajs[i].truncated = bool(trunc and not term)
                 else:
                     still.append(i)
             live = still
             turn += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(live=len(live))
+            bar.update(1)
+            bar.set_postfix(live=len(live))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     return trajs
+
+
+def _reset_groups(
+    pool: Any,
+    task_ids: Sequence[str],
+    env_seeds: Sequence[int],
+    g_size: int,
+    *,
+    prefix: str,
+    skills: Sequence[str | None] | None,
+    privileged: bool,
+) -> tuple[list[Trajectory], list[Any], list[dict]]:
+    """Reset every env of the pool on its group's task and seed: one empty ``Trajectory`` per env
+    (ids ``{prefix}b{b}-g{g}``), with the observations and infos of the reset."""
+    seeds = [int(env_seeds[i // g_size]) for i in range(len(pool))]
+    options = [{"task_id": task_ids[i // g_size]} for i in range(len(pool))]
+    trajs: list[Trajectory] = []
+    obs: list[Any] = []
+    infos: list[dict] = []
+    for i, (o, info) in enumerate(pool.reset(seeds, options)):
+        b, g = divmod(i, g_size)
+        trajs.append(
+            Trajectory(
+                traj_id=f"{prefix}b{b}-g{g}",
+                group_id=f"{prefix}b{b}",
+                task_id=str(info.get("task_id", task_ids[b])),
+                task_type=str(info.get("task_type", "")),
+                task=str(info.get("task", "")),
+                seed=seeds[i],
+            )
+        )
+        obs.append(o)
+        infos.append(info)
+        if skills is not None:
+            trajs[-1].actor_skill = skills[b]
+        if privileged:
+            # the solver describes the *current* state: take it now, at the episode start
+            trajs[-1].privileged = (
+                dict(pool.call(i, "privileged_info")) if g == 0 else trajs[-1 - g].privileged
+            )
+    return trajs, obs, infos
+
+
+def _record_turn(
+    traj: Trajectory,
+    messages: list[dict[str, Any]],
+    gen: Any,
+    before: dict[str, Any],
+    obs: dict[str, Any],
+    reward: float,
+    info: dict[str, Any],
+    spec: Any,
+) -> None:
+    """Append one turn to ``traj`` (the prompt, the sampled tokens and their logprobs, what the
+    env made of them) and update the episode's outcome (won, env score, pool error).
+    ``before``/``obs``: the info and observation the prompt was built from."""
+    traj.steps.append(
+        StepSample(
+            messages=messages,
+            prompt_ids=list(gen.prompt_ids),
+            response_ids=list(gen.ids),
+            old_logprobs=list(gen.logprobs),
+            response_text=gen.text,
+            observation=str(before.get("anchor", "")),
+            action=info.get("parsed_action"),
+            valid=bool(info.get("format_valid", info.get("action_is_valid", True))),
+            reward=reward,
+            images=list(obs.get("images") or []),
+            penalty=float(info.get("format_penalty", 0.0)),
+        )
+    )
+    traj.won = bool(info.get("won", False))
+    score_key = getattr(spec, "score_key", None)
+    if score_key and info.get(score_key) is not None:
+        traj.score = float(info[score_key])
+    if "pool.error" in info:
+        traj.error = str(info["pool.error"])
 
 
 def _with_skill(

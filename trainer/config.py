@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import tyro
 
+from seed_gym.registration import parse_env_kwargs
 from seed_gym.splits import SPLITS
 from seed_gym.trainer.algorithms import ALGORITHMS
 
 # algorithm name -> one-line description (the classes are in algorithms.py)
 ALGOS: dict[str, str] = {name: cls.description for name, cls in ALGORITHMS.items()}
+ENGINES = ("hf", "vllm")
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
 # fields a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
@@ -42,6 +45,9 @@ class TrainConfig:
     imports: Annotated[tuple[str, ...], tyro.conf.arg(name="import", aliases=("--imports",))] = ()
     """modules or .py files that register extra envs (``--import docs/examples/guess_number.py``,
     as in eval and play; ``--imports`` is the old spelling)"""
+    env_kwarg: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """env constructor argument KEY=VALUE, repeatable; VALUE is JSON when it parses, else a
+    string (``--env-kwarg data_dir=/data/webshop``); kept in config.json for --resume"""
     algo: str = "grpo"
     """algorithm: one of ALGOS (grpo, prompt, ...)"""
     out: str = "runs/default"
@@ -207,6 +213,24 @@ class TrainConfig:
     dist_rollout: str = "shard"
     """under torchrun: shard (each rank collects its share of the B tasks) or rank0 (rank 0
     collects all of them: the same episodes as one process)"""
+    fsdp: bool = False
+    """shard parameters, gradients and AdamW state over the ranks with PyTorch FSDP2
+    (``fully_shard`` per decoder layer and the root; docs/scaling.md); off: a full copy per rank"""
+    gradient_checkpointing: bool = False
+    """recompute each decoder layer's activations in the backward pass (less memory, ~30 % more
+    compute); turns off the shared-prefix forward in the update"""
+    engine: str = "hf"
+    """rollout engine: hf (the policy itself, batched; any device) or vllm (a vLLM engine beside
+    the trainer on the same GPU, weights synced after every update; the vllm extra)"""
+    vllm_gpu_memory_utilization: float | None = None
+    """vLLM's share of the GPU; None: from the memory plan (``--dry-run`` prints it)"""
+    vllm_sleep: bool = True
+    """put vLLM to sleep (KV cache and weights released) during the update, wake it for rollouts"""
+    gpu_memory_gb: float = 80.0
+    """memory of one GPU, for the ``--dry-run`` plan and vLLM's share"""
+    dry_run: bool = False
+    """build everything but the weights and print the plan: splits, tokens per iteration, memory
+    per GPU on 1, 2, 4 and 8 GPUs; exit 2 when the job's world size does not fit"""
 
     # --- eval, logging, checkpoints -----------------------------------------------------------
     eval_every: int = 0
@@ -233,8 +257,15 @@ class TrainConfig:
     tensorboard: bool = True
     """write TensorBoard events to RUN_DIR/tb"""
 
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """``env_kwarg`` as constructor keyword arguments."""
+        return parse_env_kwargs(self.env_kwarg)
+
     def __post_init__(self):
         self.imports = tuple(self.imports)  # config.json stores a list
+        self.env_kwarg = tuple(self.env_kwarg)
+        parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
         if self.algo not in ALGOS:
             raise ValueError(f"unknown algo {self.algo!r}; choose one of {sorted(ALGOS)}")
         positive = (
@@ -308,6 +339,12 @@ class TrainConfig:
             raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
         if self.backend not in ("local", "subprocess", "ray"):
             raise ValueError(f"unknown backend {self.backend!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.vllm_gpu_memory_utilization is not None and not (
+            0.0 < self.vllm_gpu_memory_utilization < 1.0
+        ):
+            raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
         if self.dist_rollout not in ("shard", "rank0"):
             raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
         if self.max_turns is not None and self.max_turns < 1:
@@ -422,8 +459,70 @@ def tiny_vlm() -> TrainConfig:
     )
 
 
+# --- the paper's runs (SEED.md; the reference's verl-agent scripts) ------------------------------
+# env -> (model, modality, turn limit: the env's own step limit, history window)
+PAPER_ENVS: dict[str, tuple[str, str, str | None, int | None]] = {
+    # SEED.md Stage 1: history 5 on ALFWorld; the env stops at 50 steps
+    "alfworld": ("seed_gym/ALFWorld-v0", "Qwen/Qwen2.5-3B-Instruct", "text", 5),
+    "webshop": ("seed_gym/WebShop-v0", "Qwen/Qwen2.5-3B-Instruct", "text", None),
+    "search": ("seed_gym/SearchQA-v0", "Qwen/Qwen2.5-3B-Instruct", "text", None),
+    # the vision results of SEED.md: Qwen2.5-VL-3B on pictures of the games
+    "sokoban": ("seed_gym/Sokoban-v0", "Qwen/Qwen2.5-VL-3B-Instruct", "image", None),
+    "ezpoints": ("seed_gym/EZPoints-v0", "Qwen/Qwen2.5-VL-3B-Instruct", "image", None),
+}
+
+
+def paper(env: str) -> TrainConfig:
+    """SEED.md's setup for one env: a 3B policy (a Hugging Face id or a local folder:
+    ``--model PATH``), vLLM rollouts, 16 tasks x 8 per iteration, 512-token responses, lr 1e-6,
+    KL 0.01 (k3), entropy 0.001, lambda 0.01, beta 5, PPO clip 0.2 with dual clip 3, one epoch in
+    mini-batches of 256 step-samples, FSDP2 with gradient checkpointing on the GPUs torchrun
+    gives, Stage 1 with 30 tasks per type x 8 rollouts at T 0.4 and 8 reruns, 3 SFT epochs at
+    lr 5e-6. ``--dry-run`` prints what it needs."""
+    env_id, model, modality, history = PAPER_ENVS[env]
+    return TrainConfig(
+        preset=f"paper-{env}",
+        env=env_id,
+        model=model,
+        modality=modality,
+        history=history,
+        algo="seed",
+        device="auto",
+        bf16=True,
+        engine="vllm",
+        fsdp=True,
+        gradient_checkpointing=True,
+        iterations=150,
+        tasks_per_iter=16,
+        group_size=8,
+        max_new_tokens=512,
+        temperature=1.0,
+        lr=1e-6,
+        kl_coef=0.01,
+        ent_coef=0.001,
+        opd_coef=0.01,
+        opd_beta=5.0,
+        mini_batch_size=256,
+        micro_batch=8,
+        gen_batch=256,
+        analyzer_max_new_tokens=512,
+        sft_tasks_per_type=30,
+        sft_rollouts=8,
+        sft_temperature=0.4,
+        sft_reruns=8,
+        sft_epochs=3,
+        sft_lr=5e-6,
+        eval_every=5,
+        eval_tasks=128,
+        eval_temperature=0.4,  # the reference validates with sampling at 0.4
+        save_every=5,
+    )
+
+
 PRESETS: dict[str, Callable[[], TrainConfig]] = {"tiny": tiny, "smollm2-cpu": smollm2_cpu}
 PRESETS["tiny-vlm"] = tiny_vlm
+for _env in PAPER_ENVS:
+    PRESETS[f"paper-{_env}"] = functools.partial(paper, _env)
 
 
 # --- CLI ----------------------------------------------------------------------------------------

@@ -34,7 +34,9 @@ accumulation is what DDP does with ``no_sync`` and is simple to verify.
 
 from __future__ import annotations
 
+import math
 import os
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -56,6 +58,7 @@ class DistContext:
     local_rank: int = 0
     rollout: str = "shard"  # "shard" | "rank0"
     backend: str | None = None  # "gloo" | "nccl" when initialised here
+    fsdp: bool = False  # parameters, gradients and optimizer state sharded (``shard_model``)
     _owns_group: bool = field(default=False, repr=False)
 
     @property
@@ -155,9 +158,28 @@ class DistContext:
         dist.all_gather_object(parts, trajs)
         return [t for part in parts for t in part]
 
+    def micro_batches(self, share: Sequence[Any], global_size: int, size: int) -> list[Any]:
+        """This rank's micro-batches of a mini-batch share. Under FSDP every forward and
+        backward is a collective, so every rank runs the same number: a rank with fewer gets
+        ``None`` entries, which the update runs as zero-weighted dummies."""
+        chunks: list[Any] = [list(share[i : i + size]) for i in range(0, len(share), size)]
+        if self.fsdp and self.enabled:
+            most = math.ceil(math.ceil(global_size / self.world_size) / size)
+            chunks += [None] * (most - len(chunks))
+        return chunks
+
+    def backward(self, loss: Any, *, dummy: bool = False) -> None:
+        """``loss.backward()`` for a micro-batch (a dummy one contributes zero). Each rank's loss
+        already divides by the whole mini-batch's token count, so the ranks' gradients must be
+        summed; FSDP averages them, hence the world-size factor (gloo has no pre-multiplied sum,
+        which ``set_gradient_divide_factor(1)`` would need)."""
+        scale = 0.0 if dummy else float(self.world_size if self.fsdp else 1)
+        (loss * scale).backward()
+
     def all_reduce_gradients(self, params: Sequence[Any]) -> None:
-        """Sum gradients over ranks in one collective (a rank without samples sends zeros)."""
-        if not self.enabled:
+        """Sum gradients over ranks in one collective (a rank without samples sends zeros).
+        Under FSDP the backward pass has already reduce-scattered them."""
+        if not self.enabled or self.fsdp:
             return
         import torch
         import torch.distributed as dist
@@ -172,8 +194,8 @@ class DistContext:
             offset += n
 
     def broadcast_parameters(self, model: Any) -> None:
-        """Make every rank's weights (and buffers) rank 0's."""
-        if not self.enabled:
+        """Make every rank's weights (and buffers) rank 0's (before sharding)."""
+        if not self.enabled or self.fsdp:
             return
         import torch.distributed as dist
 
@@ -217,25 +239,52 @@ class DistContext:
             self._owns_group = False
 
 
+def _one_process_group(rollout: str, backend: str | None) -> DistContext:
+    """A process group of this process alone (a free local port when torchrun set none)."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return DistContext(rollout=rollout, backend=dist.get_backend())
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    if all(k in os.environ for k in ("RANK", "MASTER_ADDR", "MASTER_PORT")):  # torchrun's
+        dist.init_process_group(backend)
+    else:
+        with socket.socket() as sock:  # a free local port
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        dist.init_process_group(
+            backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1
+        )
+    return DistContext(rollout=rollout, backend=backend, _owns_group=True)
+
+
 def env_world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def init_distributed(
-    *, rollout: str = "shard", backend: str | None = None, timeout_s: float = 7200.0
+    *,
+    rollout: str = "shard",
+    backend: str | None = None,
+    timeout_s: float = 7200.0,
+    group: bool = False,
 ) -> DistContext:
     """Join the job torchrun started (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
     ``MASTER_PORT``), or return a one-process context when there is none.
 
     ``backend``: ``gloo`` on CPU, ``nccl`` when CUDA is there (default: chosen that way).
     ``timeout_s`` bounds how long ranks wait for each other; rank 0 alone runs evals, so it must
-    cover an eval.
+    cover an eval. ``group``: also start a one-process group when torchrun did not (FSDP
+    shards over a process group, even a group of one).
     """
     if rollout not in ROLLOUT_MODES:
         raise ValueError(f"dist rollout must be one of {ROLLOUT_MODES}, got {rollout!r}")
     world = env_world_size()
     if world <= 1:
-        return DistContext(rollout=rollout)
+        return _one_process_group(rollout, backend) if group else DistContext(rollout=rollout)
     missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
     if missing:
         raise RuntimeError(
@@ -296,3 +345,67 @@ class _NoPool:
 
     def close(self) -> None:
         pass
+
+
+# --- FSDP2 ------------------------------------------------------------------------------------------
+def decoder_layers(model: Any) -> list[Any]:
+    """The repeated blocks to shard one by one: the children of every ``ModuleList`` named
+    ``layers`` (the decoder's; a vision tower's too)."""
+    import torch
+
+    return [
+        block
+        for name, module in model.named_modules()
+        if name.endswith("layers") and isinstance(module, torch.nn.ModuleList)
+        for block in module
+    ]
+
+
+def shard_model(model: Any, ctx: DistContext, *, device: str, bf16: bool) -> Any:
+    """Shard ``model`` over the ranks with FSDP2: ``fully_shard`` on every decoder layer, then on
+    the root. On CUDA with ``bf16`` the layers compute in bf16 and reduce gradients in fp32
+    (``MixedPrecisionPolicy``); on CPU parameters stay fp32 (bf16 comes from autocast).
+    FSDP averages gradients over the ranks; ``DistContext.backward`` turns that into the sum the
+    losses need. LoRA adapters are sharded like every parameter."""
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    mesh = init_device_mesh(kind, (ctx.world_size,))
+    mp = MixedPrecisionPolicy()
+    if bf16 and kind == "cuda":
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for block in decoder_layers(model):
+        fully_shard(block, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp)
+    ctx.fsdp = True
+    return model
+
+
+def is_sharded(model: Any) -> bool:
+    return any(type(p).__name__ == "DTensor" for p in model.parameters())
+
+
+def full_state_dict(model: Any) -> dict[str, Any]:
+    """The whole state dict on every rank (gathered from the shards under FSDP)."""
+    if not is_sharded(model):
+        return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+
+
+def state_bytes(model: Any, optimizer: Any) -> dict[str, int]:
+    """Bytes this rank holds of the parameters and of the optimizer state (local shards)."""
+
+    def local(t: Any) -> Any:
+        return t.to_local() if hasattr(t, "to_local") else t
+
+    params = sum(local(p).numel() * local(p).element_size() for p in model.parameters())
+    optim = 0
+    for state in optimizer.state.values() if optimizer is not None else ():
+        for v in state.values():
+            if hasattr(v, "numel") and v.dim() > 0:
+                optim += local(v).numel() * local(v).element_size()
+    return {"parameters": int(params), "optimizer": int(optim)}

@@ -187,9 +187,19 @@ class HFEngine:
         return sorted(ids)
 
     def sync_weights(self, model: torch.nn.Module) -> None:
+        """Copy ``model``'s weights into the engine's own model (gathered from the shards when
+        ``model`` is FSDP-sharded); free when the engine shares the trainer's model."""
         if model is self.model:
             return
-        self.model.load_state_dict(model.state_dict())
+        from seed_gym.trainer.distributed import full_state_dict
+
+        self.model.load_state_dict(full_state_dict(model))
+
+    def sleep(self) -> None:
+        """Nothing to release: the HF engine's memory is the policy's (see ``VLLMEngine``)."""
+
+    def wake(self) -> None:
+        pass
 
     def _encode(self, prompt: Prompt) -> list[int]:
         if len(prompt) and isinstance(prompt[0], dict):

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from seed_gym.policies import _EpisodeStreams
 from seed_gym.trainer.engines import HFEngine
-from seed_gym.trainer.models import load_policy, smollm2_dir
+from seed_gym.trainer.models import load_policy, model_dir, smollm2_dir
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
@@ -91,7 +91,7 @@ class ModelPolicy:
             where, method = "tiny (seeded random)", "state_dict"
             digest = state_dict_sha256(self.loaded.model)
         else:
-            folder = smollm2_dir() if self.path == "smollm2" else Path(self.path).expanduser()
+            folder = smollm2_dir() if self.path == "smollm2" else model_dir(self.path)
             where, digest, method = str(folder), weights_sha256(folder), "weight files"
         return {
             "model": self.path,

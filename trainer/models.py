@@ -325,6 +325,36 @@ VLM_BUILDERS = {"tiny-vlm": tiny_vlm, "smollm2-vlm": smollm2_vlm}
 
 
 # --- loading ------------------------------------------------------------------------------------
+def model_dir(name_or_path: str, *, files: list[str] | None = None) -> Path:
+    """The folder of a model: a local Hugging Face folder (with a ``config.json``), or a hub id
+    (``Qwen/Qwen2.5-3B-Instruct``) through the Hugging Face cache: downloaded where the machine
+    has internet, read from the cache under ``HF_HUB_OFFLINE=1``. ``files``: glob patterns to
+    fetch (``["config.json"]`` for a plan without weights); None: the whole snapshot.
+    ``FileNotFoundError`` with one line naming the model otherwise."""
+    path = Path(name_or_path).expanduser()
+    if (path / "config.json").exists():
+        return path
+    parts = name_or_path.split("/")
+    if len(parts) != 2 or not all(parts) or name_or_path.startswith((".", "~")):
+        raise FileNotFoundError(
+            f"{name_or_path!r} is neither 'tiny', 'smollm2', a local Hugging Face model folder with "
+            "a config.json nor a hub id like Qwen/Qwen2.5-3B-Instruct"
+        )
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = Path(snapshot_download(name_or_path, allow_patterns=files))
+    except Exception as e:  # noqa: BLE001 - offline, unknown id, no access: one line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise FileNotFoundError(
+            f"model {name_or_path!r} is not in the Hugging Face cache and could not be fetched "
+            f"({type(e).__name__}: {first[:160]})"
+        ) from None
+    if not (folder / "config.json").exists():
+        raise FileNotFoundError(f"model {name_or_path!r}: the hub snapshot has no config.json")
+    return folder
+
+
 def load_policy(
     name_or_path: str,
     *,
@@ -332,7 +362,8 @@ def load_policy(
     lora: dict[str, Any] | None = None,
     device: str = "cpu",
 ) -> LoadedModel:
-    """Load ``"tiny"``, ``"smollm2"`` or a local HF folder; weights fp32 (bf16 is autocast).
+    """Load ``"tiny"``, ``"smollm2"``, a local HF folder or a Hugging Face hub id
+    (``model_dir``); weights fp32 (bf16 is autocast).
 
     ``lora``: keyword arguments of ``peft.LoraConfig`` (e.g. ``{"r": 8, "lora_alpha": 16}``); the
     base weights are frozen and only the adapters train.
@@ -349,12 +380,7 @@ def load_policy(
         model, processor = VLM_BUILDERS[name_or_path](seed=seed)
         tokenizer = processor.tokenizer
     else:
-        path = build_smollm2() if name_or_path == "smollm2" else Path(name_or_path).expanduser()
-        if not (Path(path) / "config.json").exists():
-            raise FileNotFoundError(
-                f"{name_or_path!r} is neither 'tiny', 'smollm2' nor a local Hugging Face model "
-                "folder with a config.json (nothing is downloaded at run time)"
-            )
+        path = build_smollm2() if name_or_path == "smollm2" else model_dir(name_or_path)
         model, processor = _load_local(path, AutoModelForCausalLM, torch.float32)
         tokenizer = getattr(processor, "tokenizer", None) or AutoTokenizer.from_pretrained(path)
         if tokenizer.pad_token_id is None:
@@ -420,9 +446,26 @@ def autocast(enabled: bool, device: str = "cpu"):
     return torch.autocast(device_type=device if device != "mps" else "cpu", dtype=torch.bfloat16)
 
 
-def save_policy(policy: LoadedModel, path: str | Path) -> None:
-    """``save_pretrained`` of model (adapters only under LoRA) and tokenizer/processor."""
+def tied_names(model: Any) -> set[str]:
+    """Parameter names that are another name's parameter (``lm_head.weight`` when the input
+    embedding is tied to the output layer)."""
+    first: dict[int, str] = {}
+    tied = set()
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            tied.add(name)
+        first.setdefault(id(p), name)
+    return tied
+
+
+def save_policy(
+    policy: LoadedModel, path: str | Path, *, state_dict: dict[str, Any] | None = None
+) -> None:
+    """``save_pretrained`` of model (adapters only under LoRA) and tokenizer/processor;
+    ``state_dict``: the weights to write instead of the model's own (a sharded model's, gathered)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    policy.model.save_pretrained(path)
+    if state_dict is not None:  # gathered copies share no storage: drop tied names by hand
+        state_dict = {k: v for k, v in state_dict.items() if k not in tied_names(policy.model)}
+    policy.model.save_pretrained(path, state_dict=state_dict)
     (policy.processor or policy.tokenizer).save_pretrained(path)

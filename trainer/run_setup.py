@@ -18,12 +18,27 @@ from typing import Any
 import numpy as np
 import torch
 
-from seed_gym.registration import import_env_modules
+from seed_gym.registration import env_args_problem, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
 from seed_gym.trainer.config import TrainConfig
-from seed_gym.trainer.distributed import NullLogger, init_distributed, resolve_device
+from seed_gym.trainer.distributed import (
+    NullLogger,
+    full_state_dict,
+    init_distributed,
+    is_sharded,
+    resolve_device,
+    shard_model,
+)
 from seed_gym.trainer.engines import HFEngine
-from seed_gym.trainer.models import LoadedModel, load_policy, save_policy
+from seed_gym.trainer.models import (
+    VLM_BUILDERS,
+    LoadedModel,
+    build_smollm2,
+    load_policy,
+    model_dir,
+    save_policy,
+)
+from seed_gym.trainer.plan import ModelShape, measure_budget, memory_plan, vllm_share
 from seed_gym.trainer.run_state import Logger, load_checkpoint, truncate_metrics
 from seed_gym.trainer.sft import stage1_model
 from seed_gym.trainer.update import reference_logprobs
@@ -40,7 +55,7 @@ class Run:
     dist: Any
     device: str
     policy: LoadedModel
-    engine: HFEngine
+    engine: Any  # HFEngine or VLLMEngine
     algorithm: Algorithm
     optimizer: Any
     reference: Any
@@ -61,6 +76,30 @@ class Run:
         }
 
 
+def run_problem(cfg: TrainConfig) -> str | None:
+    """Why ``cfg`` cannot start, in one line naming the bad value (None when it can): an env that
+    is not registered or cannot be made with its split, modality and ``--env-kwarg``, or a model
+    that is neither built in, a local folder nor a reachable hub id. Checked before anything is
+    written (the env is built once; a hub id fetches its config.json only)."""
+    try:
+        import_env_modules(list(cfg.imports))
+    except (ImportError, FileNotFoundError, SyntaxError) as e:
+        return f"cannot import {list(cfg.imports)}: {e}"
+    problem = env_args_problem(
+        cfg.env, split="train", modality=cfg.modality, env_kwargs=cfg.env_kwargs
+    )
+    if problem is not None:
+        return problem
+    for model in filter(None, (cfg.model, cfg.sft_model)):
+        if model in ("tiny", "smollm2", *VLM_BUILDERS):
+            continue
+        try:
+            model_dir(model, files=["config.json"])
+        except FileNotFoundError as e:
+            return f"--model: {e}"
+    return None
+
+
 def start_run(cfg: TrainConfig) -> Run:
     """Run directory, processes, the starting policy (format warm-up, then Stage 1 for the
     self-analyzing algorithms; rank 0 builds both while other ranks wait), engine, algorithm,
@@ -72,7 +111,8 @@ def start_run(cfg: TrainConfig) -> Run:
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     import_env_modules(list(cfg.imports))  # user envs register before anything is made
-    dist = init_distributed(rollout=cfg.dist_rollout)  # one process: every helper is the identity
+    # one process: every helper is the identity (FSDP still gets a process group of one)
+    dist = init_distributed(rollout=cfg.dist_rollout, group=cfg.fsdp)
     device = resolve_device(cfg.device, dist)
     algorithm = make_algorithm(cfg)
     if not dist.is_main:
@@ -90,23 +130,7 @@ def start_run(cfg: TrainConfig) -> Run:
     if dist.is_main:  # rank 0 alone writes the run directory
         TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
 
-    lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
-    policy = load_policy(cfg.sft_model or base, seed=cfg.seed, lora=lora, device=device)
-    # vision-language policies: pictures go with the prompts
-    engine = HFEngine(
-        policy.model, policy.tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16,
-        processor=policy.processor,
-    )  # fmt: skip
-    algorithm.bind(engine, policy.tokenizer)
-    optimizer = reference = None
-    if algorithm.trains:
-        params = [p for p in policy.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
-            params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
-        )
-    if algorithm.trains and cfg.kl_coef > 0:  # under LoRA the reference is the base model
-        ref = copy.deepcopy(policy.model).eval().requires_grad_(False) if lora is None else None
-        reference = reference_logprobs(policy.model, ref, cfg)
+    policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
     logger = Logger(run_dir, cfg.tensorboard) if dist.is_main else NullLogger()
     run = Run(cfg, run_dir, dist, device, policy, engine, algorithm, optimizer, reference, logger)
     if cfg.resume and (run_dir / "checkpoint.pt").exists():
@@ -119,19 +143,82 @@ def start_run(cfg: TrainConfig) -> Run:
             truncate_metrics(run_dir / "metrics.jsonl", run.start_iteration - bool(committed))
             if committed is not None:
                 logger.log(run.start_iteration, committed)
+        engine.sync_weights(policy.model)  # an engine with its own copy samples the resumed weights
         print(f"resumed {run_dir} at iteration {run.start_iteration}", file=sys.stderr)
-    dist.broadcast_parameters(policy.model)  # every rank starts from rank 0's weights
     return run
+
+
+def build_policy(
+    cfg: TrainConfig, base: str, device: str, dist: Any, algorithm: Algorithm
+) -> tuple[LoadedModel, Any, Any, Any]:
+    """(policy, engine, optimizer, KL reference). Under ``--fsdp`` the policy (and a frozen
+    reference copy) are sharded after rank 0's weights are broadcast, the HF engine samples from
+    a whole copy synced after every update, and the optimizer holds only this rank's shards."""
+    lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
+    source = cfg.sft_model or base
+    policy = load_policy(source, seed=cfg.seed, lora=lora, device=device)
+    model = policy.model
+    dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    sampler = copy.deepcopy(model) if cfg.fsdp and cfg.engine == "hf" else model
+    ref = None
+    if algorithm.trains and cfg.kl_coef > 0 and lora is None:  # LoRA: the reference is the base
+        ref = copy.deepcopy(model).eval().requires_grad_(False)
+    if cfg.fsdp:
+        shard_model(model, dist, device=device, bf16=cfg.bf16)
+        if ref is not None:
+            shard_model(ref, dist, device=device, bf16=cfg.bf16)
+    optimizer = reference = None
+    if algorithm.trains:  # after sharding: FSDP2's optimizer holds the local shards
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(
+            params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
+        )
+        if cfg.kl_coef > 0:
+            reference = reference_logprobs(model, ref, cfg)
+    engine = make_engine(cfg, policy, sampler, source, dist)
+    algorithm.bind(engine, policy.tokenizer)
+    return policy, engine, optimizer, reference
+
+
+def make_engine(cfg: TrainConfig, policy: LoadedModel, sampler: Any, source: str, dist: Any) -> Any:
+    """``--engine hf``: the policy itself (or, under FSDP, a whole copy) batched on its device;
+    vision-language policies send pictures with the prompts. ``--engine vllm``: a vLLM engine on
+    the same GPU started from the starting policy's folder, its share of the GPU from the plan."""
+    if cfg.engine == "hf":
+        return HFEngine(
+            sampler, policy.tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16,
+            processor=policy.processor,
+        )  # fmt: skip
+    from seed_gym.trainer.vllm_engine import VLLMEngine  # the vllm extra
+
+    folder = build_smollm2() if source == "smollm2" else model_dir(source)
+    share = cfg.vllm_gpu_memory_utilization
+    if share is None:
+        shape = ModelShape.from_config(folder)
+        plan = memory_plan(shape, cfg, measure_budget(cfg, policy.tokenizer), dist.world_size)
+        share = vllm_share(plan, cfg)
+    engine = VLLMEngine(
+        folder, tokenizer=policy.tokenizer, dtype="bfloat16" if cfg.bf16 else "float32",
+        gpu_memory_utilization=share, sleep_mode=cfg.vllm_sleep, seed=cfg.seed,
+    )  # fmt: skip
+    engine.sync_weights(policy.model)  # LoRA or a resumed run: the trainer's weights
+    return engine
 
 
 def export_model(run: Run) -> None:
     """The final policy as a Hugging Face folder (atomically: a kill mid-export leaves no
-    half-written ``model/``); also when a finished run is resumed and ``model/`` is missing."""
+    half-written ``model/``); also when a finished run is resumed and ``model/`` is missing.
+    Every rank calls it (under FSDP the whole state dict is gathered); rank 0 writes."""
     out = run.run_dir / "model"
     if run.start_iteration >= run.cfg.iterations and (out / "config.json").exists():
         return
+    state = full_state_dict(run.policy.model) if is_sharded(run.policy.model) else None
+    if not run.dist.is_main:
+        return
     tmp = run.run_dir / "model.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    save_policy(run.policy, tmp)
+    save_policy(run.policy, tmp, state_dict=state)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,16 +80,18 @@ def truncate_metrics(path: Path, last_iteration: int) -> None:
     path.write_text("".join(ln + "\n" for ln in keep))
 
 
-def save_checkpoint(path: Path, model, optimizer, state: dict) -> None:
+def save_checkpoint(path: Path, model, optimizer, state: dict, *, main: bool = True) -> None:
+    """The checkpoint of an iteration: ``path`` (``checkpoint.pt``) holds RNG states, the run's
+    state and, for a whole model, its weights and optimizer state. A sharded (FSDP) model's
+    shards go to ``path.parent/checkpoint.dcp/iter_NNNNNN`` with ``torch.distributed.checkpoint``
+    (every rank calls this; ``main`` is the rank that writes ``path``), named in the payload, and
+    older shard folders are removed only once the new payload is in place."""
     import torch
 
-    trainable = {k for k, p in model.named_parameters() if p.requires_grad}
+    from seed_gym.trainer.distributed import is_sharded
+
+    sharded = is_sharded(model)
     payload = {
-        # under LoRA only the adapters change; the frozen base is rebuilt from cfg.model
-        "model": {
-            k: v for k, v in model.state_dict().items() if k in trainable or not state["lora"]
-        },
-        "optimizer": optimizer.state_dict() if optimizer is not None else None,
         "rng": {
             "python": random.getstate(),
             "numpy": _numpy_state_out(np.random.get_state()),
@@ -96,9 +99,34 @@ def save_checkpoint(path: Path, model, optimizer, state: dict) -> None:
         },
         **state,
     }
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)  # a run killed mid-write keeps its previous checkpoint
+    if sharded:
+        import torch.distributed as tdist
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        shards = path.parent / DCP_DIR / f"iter_{int(state['iteration']):06d}"
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(shards))
+        tdist.barrier()  # every rank's shards are on disk before the payload names them
+        payload.update(model=None, optimizer=None, shards=shards.name)
+    else:
+        trainable = {k for k, p in model.named_parameters() if p.requires_grad}
+        # under LoRA only the adapters change; the frozen base is rebuilt from cfg.model
+        payload["model"] = {
+            k: v for k, v in model.state_dict().items() if k in trainable or not state["lora"]
+        }
+        payload["optimizer"] = optimizer.state_dict() if optimizer is not None else None
+    if main:
+        tmp = path.with_suffix(".tmp")
+        torch.save(payload, tmp)
+        os.replace(tmp, path)  # a run killed mid-write keeps its previous checkpoint
+        if sharded:
+            for old in (path.parent / DCP_DIR).iterdir():
+                if old.name != payload["shards"]:
+                    shutil.rmtree(old, ignore_errors=True)
+
+
+DCP_DIR = "checkpoint.dcp"
 
 
 def _numpy_state_out(state: tuple) -> dict[str, Any]:
@@ -146,9 +174,20 @@ def load_checkpoint(path: Path, model, optimizer) -> dict:
     import torch
 
     payload = read_checkpoint(path)
-    model.load_state_dict(payload["model"], strict=not payload["lora"])
-    if optimizer is not None and payload["optimizer"] is not None:
-        optimizer.load_state_dict(payload["optimizer"])
+    if payload.get("shards"):  # an FSDP run: every rank reads its shards
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        state = {"model": model_sd, "optimizer": optim_sd}
+        dcp.load(state, checkpoint_id=str(path.parent / DCP_DIR / payload["shards"]))
+        set_state_dict(
+            model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
+        )
+    else:
+        model.load_state_dict(payload["model"], strict=not payload["lora"])
+        if optimizer is not None and payload["optimizer"] is not None:
+            optimizer.load_state_dict(payload["optimizer"])
     random.setstate(payload["rng"]["python"])
     np.random.set_state(_numpy_state_in(payload["rng"]["numpy"]))
     torch.set_rng_state(payload["rng"]["torch"])

@@ -15,17 +15,32 @@ rollouts per task, the same 8 that were annotated); ``baseline="rerun"`` reruns 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+from tqdm.auto import tqdm
+
 from seed_gym.jsonl import read_jsonl, write_jsonl  # noqa: F401 - read_jsonl: Stage 1 rows
+from seed_gym.registration import split_manifest
+from seed_gym.seeding import derive_seed
 from seed_gym.trainer.analyzer import Skill, analyzer_kwargs, analyzer_messages
+from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
+from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+from seed_gym.trainer.engines import HFEngine, encode_chat
+from seed_gym.trainer.logprobs import pack, packed_logprobs
+from seed_gym.trainer.models import load_policy, save_policy
 from seed_gym.trainer.trajectory import Trajectory
+from seed_gym.wrappers.agent import make_agent_env
+from seed_gym.wrappers.pool import make_group_pool
 
 MIN_SUCCESS_GAIN = 1
 MIN_RATE_GAIN = 0.125
@@ -190,7 +205,6 @@ class SFTResult:
 
 def encode_row(tokenizer: Any, row: dict[str, Any]) -> tuple[list[int], list[int]]:
     """(prompt ids with the generation prompt, answer ids + eos): only the answer is trained."""
-    from seed_gym.trainer.engines import encode_chat
 
     prompt = encode_chat(tokenizer, row["messages"])
     answer = list(tokenizer(row["completion"], add_special_tokens=False)["input_ids"])
@@ -212,7 +226,6 @@ def split_rows(n: int, val_fraction: float, seed: int) -> tuple[list[int], list[
 
 def answer_nll(model: Any, examples: Sequence[tuple[list[int], list[int]]], *, pad_id: int):
     """Token-mean negative log-likelihood of the answers given the prompts (scalar, with grad)."""
-    from seed_gym.trainer.logprobs import pack, packed_logprobs
 
     batch = pack(
         [p for p, _ in examples], [a for _, a in examples], pad_id=pad_id, share_prefix=True
@@ -242,7 +255,6 @@ def sft_train(
     """Supervised fine-tuning of the analyzer on ``rows`` (SEED.md: 3 epochs, lr 5e-6, 10 %
     validation). Loss: token mean over the JSON answer tokens (and the closing eos) only.
     ``progress``: the label of a progress bar over the optimizer steps (with an ETA); None: none."""
-    import torch
 
     if epochs < 0 or batch_size < 1:
         raise ValueError("epochs must be >= 0 and batch_size >= 1")
@@ -280,8 +292,6 @@ def sft_train(
         result.val_losses.append(total / max(1, count))
         if log_fn:
             log_fn({"sft/val_loss": result.val_losses[-1]})
-
-    from tqdm.auto import tqdm
 
     steps = epochs * -(-len(train) // batch_size)
     bar = tqdm(total=steps, desc=progress, unit="step", disable=progress is None)
@@ -328,7 +338,6 @@ STAGE1_FILES = {
 
 def make_annotator(cfg: Any, tokenizer: Any) -> Any:
     """``privileged`` -> ``PrivilegedAnnotator(env)``; ``openai:URL`` -> ``OpenAIAnnotator``."""
-    from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
 
     if cfg.sft_annotator == "privileged":
         return PrivilegedAnnotator(cfg.env)
@@ -344,17 +353,22 @@ def make_annotator(cfg: Any, tokenizer: Any) -> Any:
 
 
 def tasks_by_type(
-    env_id: str, per_type: int, *, seed: int, modality: str | None = None, scan: int | None = None
+    env_id: str,
+    per_type: int,
+    *,
+    seed: int,
+    modality: str | None = None,
+    scan: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[str]:
     """Up to ``per_type`` training tasks of every task type, in a seeded order. Types are read off
     ``info["task_type"]`` at reset (one env, reused), scanning at most ``scan`` tasks (default
     ``50 * per_type``); envs without types count as one type."""
-    from seed_gym.registration import split_manifest
-    from seed_gym.wrappers.agent import make_agent_env
 
-    manifest = split_manifest(env_id, "train")
+    env_kwargs = env_kwargs or {}
+    manifest = split_manifest(env_id, "train", **env_kwargs)
     limit = scan if scan is not None else 50 * per_type
-    env = make_agent_env(env_id, split="train", modality=modality)
+    env = make_agent_env(env_id, split="train", modality=modality, **env_kwargs)
     chosen: dict[str, list[str]] = {}
     try:
         for n, task in enumerate(manifest.iterate(seed=seed)):
@@ -383,16 +397,6 @@ def run_stage1(
 
     ``out/stage1_dataset.jsonl`` holds the accepted rows, ``out/model`` the SFT'd policy (the base
     policy unchanged when no skill was accepted: the meta says so)."""
-    import sys
-    import time
-
-    import torch
-
-    from seed_gym.seeding import derive_seed
-    from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
-    from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.models import load_policy, save_policy
-    from seed_gym.wrappers.pool import make_group_pool
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -406,30 +410,18 @@ def run_stage1(
     engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
     sampling = SamplingParams(cfg.max_new_tokens, cfg.sft_temperature, 1.0)
 
-    def say(msg: str) -> None:
-        print(f"[stage1] {msg}", file=sys.stderr, flush=True)
-
     # 1. base rollouts: tasks per type x rollouts, every copy of a task from the same env seed
-    tasks = tasks_by_type(cfg.env, cfg.sft_tasks_per_type, seed=cfg.seed, modality=cfg.modality)
-    env_seeds = [derive_seed(cfg.seed, 101, b) % 2**31 for b in range(len(tasks))]
-    say(
-        f"{len(tasks)} tasks x {cfg.sft_rollouts} base rollouts (temperature {cfg.sft_temperature})"
+    tasks = tasks_by_type(cfg.env, cfg.sft_tasks_per_type, seed=cfg.seed, modality=cfg.modality,
+                          env_kwargs=cfg.env_kwargs)  # fmt: skip
+    _say(
+        f"{len(tasks)} tasks x {cfg.sft_rollouts} base rollouts (temperature {sampling.temperature})"
     )
-    pool_kw = dict(split="train", modality=cfg.modality, history=cfg.history, backend=cfg.backend)
-    pool = make_group_pool(cfg.env, tasks, cfg.sft_rollouts, **pool_kw)
+    env_seeds = [derive_seed(cfg.seed, 101, b) % 2**31 for b in range(len(tasks))]
+    pool = _stage1_pool(cfg, tasks, cfg.sft_rollouts)
     try:
-        trajs = collect(
-            pool,
-            engine,
-            tasks,
-            env_seeds,
-            sampling=sampling,
-            seed=derive_seed(cfg.seed, 102),
-            prefix="s1-",
-            max_turns=cfg.max_turns,
-            progress=cfg.progress,
-            privileged=True,
-        )
+        trajs = collect(pool, engine, tasks, env_seeds, sampling=sampling,
+                        seed=derive_seed(cfg.seed, 102), prefix="s1-", max_turns=cfg.max_turns,
+                        progress=cfg.progress, privileged=True)  # fmt: skip
     finally:
         pool.close()
     base = rollout_metrics(trajs, prefix="stage1/base_")
@@ -438,27 +430,19 @@ def run_stage1(
     # 2-3. annotate, rerun each skill in the actor prompt, keep the skills that help
     t0 = time.perf_counter()
     annotator = make_annotator(cfg, tokenizer)
-    rerun_pool = make_group_pool(cfg.env, tasks[:1], cfg.sft_reruns, **pool_kw)
-    n_reruns = [0]
-
-    def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
-        n_reruns[0] += 1
-        return collect(
-            rerun_pool,
-            engine,
-            [traj.task_id],
-            [traj.seed],
-            sampling=sampling,
-            seed=derive_seed(cfg.seed, 103, n_reruns[0]),
-            prefix=f"s1r{n_reruns[0]}-",
-            max_turns=cfg.max_turns,
-            skills=[skill],
-        )
-
-    say(
+    _say(
         f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), "
         f"{cfg.sft_reruns} with-skill reruns per candidate skill"
     )
+    rerun_pool = _stage1_pool(cfg, tasks[:1], cfg.sft_reruns)  # reset onto each rerun's task
+    reruns = iter(range(1, 1 << 30))
+
+    def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
+        k = next(reruns)
+        return collect(rerun_pool, engine, [traj.task_id], [traj.seed], sampling=sampling,
+                       seed=derive_seed(cfg.seed, 103, k), prefix=f"s1r{k}-",
+                       max_turns=cfg.max_turns, skills=[skill])  # fmt: skip
+
     try:
         report = build_stage1_rows(
             trajs,
@@ -473,7 +457,7 @@ def run_stage1(
         rerun_pool.close()
     dataset = write_jsonl(report.rows, out / STAGE1_FILES["dataset"])
     times["annotate_filter"] = time.perf_counter() - t0
-    say(f"accepted {report.n_accepted} of {report.n_annotated} skills -> {dataset}")
+    _say(f"accepted {report.n_accepted} of {report.n_annotated} skills -> {dataset}")
 
     # 4. SFT the analyzer (the policy itself) on the accepted rows
     t0 = time.perf_counter()
@@ -489,9 +473,9 @@ def run_stage1(
             seed=cfg.seed,
             progress="stage 1 SFT" if cfg.progress else None,
         )
-        say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
+        _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:
-        say("no skill passed the rerun filter: the Stage 2 policy is the base policy")
+        _say("no skill passed the rerun filter: the Stage 2 policy is the base policy")
     times["sft"] = time.perf_counter() - t0
     save_policy(policy, out / STAGE1_FILES["model"])
     meta = {
@@ -511,6 +495,17 @@ def run_stage1(
     return meta
 
 
+def _say(msg: str) -> None:
+    print(f"[stage1] {msg}", file=sys.stderr, flush=True)
+
+
+def _stage1_pool(cfg: Any, tasks: list[str], group_size: int) -> Any:
+    """A pool of ``group_size`` training envs per task, with the run's env settings."""
+    return make_group_pool(cfg.env, tasks, group_size, split="train", modality=cfg.modality,
+                           history=cfg.history, backend=cfg.backend,
+                           env_kwargs=cfg.env_kwargs)  # fmt: skip
+
+
 def stage1_done(out: str | Path) -> bool:
     """A finished Stage 1 folder (meta written last, after the model)."""
     out = Path(out)
@@ -519,8 +514,6 @@ def stage1_done(out: str | Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """``seed-gym sft``: SEED Stage 1 on its own (the trainer runs it before ``--algo seed``)."""
-    import argparse
-    import sys
 
     from seed_gym.trainer.config import PRESETS, TrainConfig
 

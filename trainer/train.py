@@ -45,8 +45,9 @@ from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import TrainConfig, parse_args
 from seed_gym.trainer.logprobs import response_logprobs
 from seed_gym.trainer.models import autocast
+from seed_gym.trainer.plan import dry_run
 from seed_gym.trainer.rescore import trajectory_teacher_logprobs
-from seed_gym.trainer.run_setup import Run, export_model, start_run
+from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
 from seed_gym.trainer.run_state import (
     eval_summary,
     save_checkpoint,
@@ -78,7 +79,11 @@ def evaluate(
     ``eval_temperature`` > 0. Env and sampling seeds are the same at every eval, so successive evals
     differ only by the policy. With ``run_dir`` each episode's outcome goes to
     ``run_dir/evals/iter_{iteration:04d}-{split}.jsonl`` (for paired comparisons across evals)."""
-    tasks = list(split_manifest(cfg.env, split).iterate(limit=cfg.eval_tasks, seed=cfg.seed))
+    tasks = list(
+        split_manifest(cfg.env, split, **cfg.env_kwargs).iterate(
+            limit=cfg.eval_tasks, seed=cfg.seed
+        )
+    )
     pool = make_group_pool(cfg.env, tasks, cfg.eval_samples, split=split, **_env_args(cfg))
     budget = cfg.eval_max_new_tokens or cfg.max_new_tokens
     try:
@@ -106,7 +111,8 @@ def evaluate(
 
 
 def _env_args(cfg: TrainConfig) -> dict[str, Any]:
-    return {"modality": cfg.modality, "history": cfg.history, "backend": cfg.backend}
+    return {"modality": cfg.modality, "history": cfg.history, "backend": cfg.backend,
+            "env_kwargs": cfg.env_kwargs}  # fmt: skip
 
 
 def run_eval(run: Run, iteration: int) -> dict[str, float]:
@@ -156,7 +162,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.eval_at_start and run.start_iteration == 0 and dist.is_main:
         truncate_metrics(run.run_dir / "metrics.jsonl", -1)  # killed before the 1st checkpoint
         logger.log(0, run_eval(run, 0))
-    train_tasks = task_ids(cfg.env, "train")
+    train_tasks = task_ids(cfg.env, "train", **cfg.env_kwargs)
     B, G = cfg.tasks_per_iter, cfg.group_size
     # this rank's share of the B tasks (all of them with one process)
     pool = dist.make_pool(make_group_pool, cfg.env, train_tasks[:B], G, split="train",
@@ -206,6 +212,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
             t0 = time.perf_counter()
+            run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
             samples = update_samples(run, trajs, teacher)
             train_metrics = run_update(
                 model, run.optimizer, samples, reference=run.reference, distill=algo.distills,
@@ -215,6 +222,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             )  # fmt: skip
             times["update"] = time.perf_counter() - t0
             t0 = time.perf_counter()
+            run.engine.wake()
             run.engine.sync_weights(model)
             times["sync"] = time.perf_counter() - t0
 
@@ -232,20 +240,23 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 ) or iteration == cfg.iterations:
                     metrics.update(run_eval(run, iteration))
             metrics.update(time_metrics(times, metrics.get("time/eval")))
-            if dist.is_main:  # the checkpoint holds this iteration's metrics line, then the line
-                if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
-                    save_checkpoint(run.run_dir / "checkpoint.pt", model, run.optimizer,
-                                    run.checkpoint_state(iteration, metrics))  # fmt: skip
-                logger.log(iteration, metrics)
+            # the checkpoint holds this iteration's metrics line, then the line; under FSDP
+            # every rank writes its shards
+            if (dist.is_main or dist.fsdp) and (
+                iteration % cfg.save_every == 0 or iteration == cfg.iterations
+            ):
+                save_checkpoint(run.run_dir / "checkpoint.pt", model, run.optimizer,
+                                run.checkpoint_state(iteration, metrics), main=dist.is_main)  # fmt: skip
+            logger.log(iteration, metrics)
             bar.set_postfix(success=f"{metrics['rollout/success']:.2f}",
                             ret=f"{metrics['rollout/return']:.2f}")  # fmt: skip
+        if cfg.save_hf and (dist.is_main or dist.fsdp):
+            export_model(run)  # under FSDP every rank sends its shards
     finally:
         bar.close()
         pool.close()
         logger.close()
         dist.shutdown()
-    if cfg.save_hf and dist.is_main:
-        export_model(run)
     return metrics
 
 
@@ -275,6 +286,12 @@ def time_metrics(times: dict[str, float], eval_seconds: float | None) -> dict[st
 
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    problem = run_problem(cfg)
+    if problem is not None:  # a user error: one line, nothing written
+        print(f"seed-gym train: {' '.join(problem.split())}", file=sys.stderr)
+        return 2
+    if cfg.dry_run:
+        return dry_run(cfg)
     train(cfg)
     for line in eval_summary(Path(cfg.out), cfg.eval_splits):
         print(line, file=sys.stderr)

@@ -157,7 +157,10 @@ def micro_batch_loss(
         [s.prompt_ids for s in steps],
         [s.response_ids for s in steps],
         pad_id=pad_id,
-        share_prefix=processor is None,  # images: rows run whole
+        # rows run whole with pictures, when checkpointing recomputes the layers (the prefix's
+        # KV cache cannot be recomputed), and under FSDP (a second forward before the backward
+        # reshards the layers the first one's graph still needs)
+        share_prefix=processor is None and not cfg.gradient_checkpointing and not cfg.fsdp,
     ).to(device)
     vision = image_inputs(processor, [s.images for s in steps], device)  # {} for text
     mask = batch.response_mask  # [n, L]
@@ -220,12 +223,13 @@ def run_update(
             num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
             # OPD token-mean denominator: response tokens with a teacher
             num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)
-            mb = dist.shard(mb)  # this rank's share; the denominators stay global
+            share = dist.shard(mb)  # this rank's share; the denominators stay global
             optimizer.zero_grad(set_to_none=True)
-            for start in range(0, len(mb), cfg.micro_batch):
+            for chunk in dist.micro_batches(share, len(mb), cfg.micro_batch):
+                dummy = chunk is None  # FSDP: a rank out of samples still joins the collectives
                 loss, s, w = micro_batch_loss(
                     model,
-                    [samples[i] for i in mb[start : start + cfg.micro_batch]],
+                    [samples[i] for i in (mb[:1] if dummy else chunk)],
                     reference=reference,
                     distill=distill,
                     num_tokens=num_tokens,
@@ -235,7 +239,9 @@ def run_update(
                     processor=processor,
                     device=device,
                 )
-                loss.backward()
+                dist.backward(loss, dummy=dummy)
+                if dummy:
+                    continue
                 _accumulate(stats, s, float(loss.detach()), w)
                 if "opd/teacher_tokens" in s:
                     opd.add(s, s["opd/loss"])

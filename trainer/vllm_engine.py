@@ -59,9 +59,11 @@ def hf_weights(model) -> list[tuple[str, Any]]:
     A peft model must be merged first (``merge_adapter``); its wrapper prefixes and
     ``.base_layer`` infixes are removed and the adapter tensors dropped.
     """
+    from seed_gym.trainer.distributed import full_state_dict
+
     out = []
     peft = hasattr(model, "peft_config")
-    for name, tensor in model.state_dict().items():
+    for name, tensor in full_state_dict(model).items():
         if peft:
             if "lora_" in name or "modules_to_save" in name:
                 continue
@@ -100,6 +102,7 @@ class VLLMEngine:
         kv_cache_space_gb: float = 1.0,
         enforce_eager: bool | None = None,
         seed: int = 0,
+        sleep_mode: bool = False,
         **llm_kwargs: Any,
     ):
         path = Path(model).expanduser()
@@ -135,6 +138,10 @@ class VLLMEngine:
         }
         if not self.on_cpu:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        # sleep mode (CUDA only): free the KV cache and offload the weights during the update
+        self.sleeps = bool(sleep_mode and not self.on_cpu)
+        if self.sleeps:
+            kwargs["enable_sleep_mode"] = True
         kwargs.update(llm_kwargs)
         self.llm = vllm.LLM(**kwargs)
         self._vllm = vllm
@@ -194,6 +201,17 @@ class VLLMEngine:
             [TokensPrompt(prompt_token_ids=p) for p in encoded], params, use_tqdm=False
         )
         return [self._generation(out, ids) for out, ids in zip(outputs, encoded, strict=True)]
+
+    def sleep(self) -> None:
+        """Release the KV cache and move the weights off the GPU while the trainer updates (a
+        no-op without sleep mode, and on CPU)."""
+        if self.sleeps:
+            self.llm.sleep(level=1)
+
+    def wake(self) -> None:
+        """Take the GPU back for rollouts (the weights come back as they were; sync after)."""
+        if self.sleeps:
+            self.llm.wake_up()
 
     def generate_json(
         self, prompts: Sequence[Prompt], schema: dict[str, Any], *, max_new_tokens: int

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from seed_gym.registration import parse_env_kwargs
 from seed_gym.wrappers.spec import DemoStep
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ def play_demonstrations(
     noise: float | list[float] = 0.0,
     max_steps: int | None = None,
     stream: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[Episode]:
     """``n_episodes`` noisy-oracle episodes on a seeded subset of ``split``'s tasks (cycled if the
     split is smaller). ``noise`` is the share of steps that take a random admissible action (a list:
@@ -166,7 +168,9 @@ def play_demonstrations(
         raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
     key = [int(seed), WARMUP_VERSION] + ([stream] if stream else [])
     rng = np.random.default_rng(np.random.SeedSequence(key))
-    env = seed_gym.make_agent_env(env_id, split=split, modality=modality, history=history)
+    env = seed_gym.make_agent_env(
+        env_id, split=split, modality=modality, history=history, **(env_kwargs or {})
+    )
     try:
         ids = list(env.unwrapped.manifest(split).task_ids)
         order = [ids[int(i)] for i in rng.permutation(len(ids))]
@@ -188,6 +192,7 @@ def demonstrations(
     *,
     noise: float = 0.0,
     max_steps: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Oracle (plus ``noise`` random admissible actions) episodes as SFT rows.
 
@@ -197,8 +202,9 @@ def demonstrations(
     "provenance": {env_id, task_id, step, source: oracle|noise}}``.
     """
     episodes = play_demonstrations(
-        env_id, split, n_episodes, seed, history, modality, noise=noise, max_steps=max_steps
-    )
+        env_id, split, n_episodes, seed, history, modality, noise=noise, max_steps=max_steps,
+        env_kwargs=env_kwargs,
+    )  # fmt: skip
     return [row for ep in episodes for row in ep.rows]
 
 
@@ -212,6 +218,7 @@ def analyzer_demonstrations(
     *,
     noise: float = 0.3,
     analyzer_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Analyzer rows {analyzer prompt of a demonstration episode -> the privileged annotator's
     skill JSON}, so a small model learns to answer the analyzer prompt in JSON at all.
@@ -224,8 +231,9 @@ def analyzer_demonstrations(
     from seed_gym.trainer.annotators import PrivilegedAnnotator
 
     episodes = play_demonstrations(
-        env_id, split, n_episodes, seed, history, modality, noise=[noise, 1.0], stream=1
-    )
+        env_id, split, n_episodes, seed, history, modality, noise=[noise, 1.0], stream=1,
+        env_kwargs=env_kwargs,
+    )  # fmt: skip
     annotator = PrivilegedAnnotator(env_id)
     rows = []
     for ep in episodes:
@@ -331,6 +339,7 @@ class WarmupSettings:
     max_length: int = 4096
     analyzer_episodes: int = 0  # analyzer rows (analyzer_demonstrations); 0: none
     analyzer_budget: int | None = None  # the trainer's analyzer prompt budget (tokens; None: all)
+    env_kwargs: tuple[str, ...] = ()  # the env's --env-kwarg pairs (KEY=VALUE)
 
     def __post_init__(self):
         if self.episodes < 1 or self.epochs < 1 or self.micro_batch < 1:
@@ -359,7 +368,8 @@ def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
         {
             "env": env_id,
             "base": base_key,
-            "settings": asdict(settings),
+            # without --env-kwarg the key is what it was before the field existed
+            "settings": {k: v for k, v in asdict(settings).items() if v or k != "env_kwargs"},
             "version": WARMUP_VERSION,
             "transformers": transformers.__version__,
         },
@@ -402,6 +412,7 @@ def build_warmup_model(
         settings.history,
         settings.modality,
         noise=settings.noise,
+        env_kwargs=parse_env_kwargs(settings.env_kwargs),
     )
     policy = load_policy(base, seed=settings.seed)
     if settings.analyzer_episodes:
@@ -417,6 +428,7 @@ def build_warmup_model(
             noise=settings.noise,
             # the trainer's truncation: the rows look exactly like Stage 2's analyzer prompts
             analyzer_kwargs=analyzer_kwargs(settings, policy.tokenizer),
+            env_kwargs=parse_env_kwargs(settings.env_kwargs),
         )
     demo_seconds = time.perf_counter() - t0
     if progress:
@@ -477,6 +489,7 @@ def warmup_for_config(cfg: Any) -> Path:
         bf16=cfg.bf16,
         analyzer_episodes=cfg.format_warmup_analyzer_episodes,
         analyzer_budget=cfg.analyzer_budget if cfg.format_warmup_analyzer_episodes else None,
+        env_kwargs=tuple(cfg.env_kwarg),
     )
     return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.progress)
 

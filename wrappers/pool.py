@@ -325,18 +325,21 @@ def make_group_pool(
     modality: str | None = None,
     history: int | None = None,
     backend: str = "local",
+    env_kwargs: dict[str, Any] | None = None,
     **pool_kwargs: Any,
 ) -> EnvPool:
     """B = ``len(tasks)`` tasks × G = ``group_size`` agent envs; env ``b*G + g`` is copy g of
-    ``tasks[b]``, and resets pin that task unless ``options`` name another."""
+    ``tasks[b]``, and resets pin that task unless ``options`` name another. ``env_kwargs`` go to
+    the env constructor (``--env-kwarg``); ``pool_kwargs`` to ``EnvPool``."""
     from seed_gym.registration import agent_spec
     from seed_gym.wrappers.agent import make_agent_env
 
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     factory = functools.partial(
-        make_agent_env, env_id, split=split, modality=modality, history=history
-    )
+        make_agent_env, env_id, split=split, modality=modality, history=history,
+        **(env_kwargs or {}),
+    )  # fmt: skip
     defaults = [{"task_id": task} for task in tasks for _ in range(group_size)]
     pool = EnvPool([factory] * len(defaults), backend, default_options=defaults, **pool_kwargs)
     pool.tasks = list(tasks)
