@@ -104,7 +104,9 @@ def test_policy_registry():
     assert isinstance(make_policy("oracle"), Policy)
     with pytest.raises(ValueError, match="unknown policy"):
         make_policy("nomodel:/nowhere")
-    with pytest.raises(FileNotFoundError, match="a local Hugging Face model folder with a config.json nor a hub id"):
+    with pytest.raises(
+        FileNotFoundError, match="a local Hugging Face model folder with a config.json nor a hub id"
+    ):
         make_policy("model:/nowhere")  # model: is built in now; a missing folder says so
     seen = []
     register_policy("echo", lambda arg: seen.append(arg) or RandomPolicy())
