@@ -360,12 +360,12 @@ def structured_generate_fn(
 
     def generate(chats: list[list[dict[str, str]]]) -> list[str]:
         if hasattr(engine, "generate_json"):
-            # a field of 4 chars per token on average; a token is >= 1 char, so the answer
-            # always closes within the token budget
+            # a field of 4 chars per token on average; an ASCII token is >= 1 char and the answer
+            # has no free whitespace, so it closes within as many tokens as it has characters
+            # (a non-ASCII character can take several byte tokens: then parse_skill_json retries)
             chars = 4 * max_new_tokens
-            answers = engine.generate_json(
-                chats, skill_schema(chars), max_new_tokens=2 * chars + 32
-            )
+            longest = len(json.dumps(dict.fromkeys(SKILL_FIELDS, "x" * chars)))
+            answers = engine.generate_json(chats, skill_schema(chars), max_new_tokens=longest)
             out = []
             for answer in answers:
                 try:

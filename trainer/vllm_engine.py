@@ -135,6 +135,9 @@ class VLLMEngine:
             "seed": seed,
             # logprobs after temperature: log softmax(logits / T), the trainer's convention
             "logprobs_mode": "processed_logprobs",
+            # the analyzer's JSON (generate_json) without free whitespace between tokens: a
+            # small model otherwise pads `"key"   ` with spaces until the token limit (measured)
+            "structured_outputs_config": {"backend": "guidance", "disable_any_whitespace": True},
         }
         if not self.on_cpu:
             kwargs["gpu_memory_utilization"] = gpu_memory_utilization
@@ -226,7 +229,7 @@ class VLLMEngine:
             n=1,
             max_tokens=max_new_tokens,
             temperature=0.0,
-            structured_outputs=StructuredOutputsParams(json=schema),
+            structured_outputs=StructuredOutputsParams(json=schema, disable_any_whitespace=True),
             skip_special_tokens=True,
         )
         outputs = self.llm.generate(
