@@ -60,7 +60,9 @@ def test_save_and_load_from_a_local_folder(tmp_path):
 
 
 def test_missing_path_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="a local Hugging Face model folder with a config.json nor a hub id"):
+    with pytest.raises(
+        FileNotFoundError, match="a local Hugging Face model folder with a config.json nor a hub id"
+    ):
         load_policy(str(tmp_path / "nope"))
 
 
