@@ -147,7 +147,6 @@ def measure_budget(cfg: Any, tokenizer: Any | None) -> Budget:
     """The env built for real: its first training task played with random actions for the
     history window, and the prompt of the next step measured (tokens, or characters / 4 when
     the model folder has no tokenizer)."""
-
     env = make_agent_env(
         cfg.env, split="train", modality=cfg.modality, history=cfg.history, **cfg.env_kwargs
     )
@@ -198,7 +197,6 @@ def vllm_share(plan: dict[str, float], cfg: Any) -> float:
 
 def dry_run(cfg: Any, *, world: int | None = None) -> int:
     """Print the plan; 0 when the job's world size fits ``cfg.gpu_memory_gb``, else 2."""
-
     world = world or int(os.environ.get("WORLD_SIZE", "1"))
     try:  # the config and tokenizer files only: no weights
         folder = model_dir(cfg.model, files=["*.json", "*.txt", "*.model"])
