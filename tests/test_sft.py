@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 import re
 
 import numpy as np
@@ -14,6 +15,7 @@ from seed_gym.trainer.sft import (
     answer_nll,
     build_stage1_rows,
     encode_row,
+    micro_batches,
     read_jsonl,
     sft_train,
     split_rows,
@@ -238,6 +240,22 @@ def test_sft_train_lowers_train_and_val_loss(policy):
     assert result.val_losses[-1] < result.val_losses[0]
     assert {"sft/loss", "sft/epoch"} <= set(seen[1]) and "sft/val_loss" in seen[0]
     assert policy.model.training is False  # the caller's mode is restored
+
+
+def test_micro_batches_group_rows_by_prompt_and_cover_every_row_once():
+    # 24 rows of three kinds, shuffled: grouped micro-batches of 4 hold one kind each
+    kinds = [[1, 2, 3], [1, 2, 4], [9, 9]]
+    prompts = [kinds[i % 3] + [i] for i in range(24)]
+    grouped = micro_batches(prompts, 4, random.Random(0))
+    assert sorted(i for b in grouped for i in b) == list(range(24))
+    assert all(len(b) == 4 and len({i % 3 for i in b}) == 1 for b in grouped)
+    assert grouped == micro_batches(prompts, 4, random.Random(0))  # seeded
+    assert grouped != micro_batches(prompts, 4, random.Random(1))
+    plain = micro_batches(prompts, 4, random.Random(0), group=False)
+    assert sorted(i for b in plain for i in b) == list(range(24))
+    assert any(len({i % 3 for i in b}) > 1 for b in plain)
+    # a partial last batch stays (7 rows, batches of 3: 3 + 3 + 1)
+    assert sorted(len(b) for b in micro_batches(prompts[:7], 3, random.Random(0))) == [1, 3, 3]
 
 
 def test_sft_skips_rows_over_max_length_and_handles_empty(policy):

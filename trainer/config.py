@@ -416,7 +416,7 @@ def smollm2_cpu() -> TrainConfig:
         # noisy-oracle episodes and 16 analyzer answers first (cached per env; ~10 min on 2
         # cores). The clone wins ~20% of sampled seen episodes: room for RL (docs/training.md)
         format_warmup_episodes=64,
-        format_warmup_epochs=2,
+        format_warmup_epochs=3,
         format_warmup_analyzer_episodes=16,
         bf16=bf16_is_fast("cpu"),
         threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
