@@ -73,6 +73,37 @@ def encode_chat(tokenizer, messages: Messages) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def left_pad(
+    prompts: list[list[int]], pad_id: int, c_len: int, device: Any
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The prompts left-padded into one batch after a shared prefix of ``c_len`` tokens (already
+    in the cache): input ids [n, P], the attention mask over prefix + prompt [n, C + P] (pads 0)
+    and the prompt tokens' positions [n, P] (each row counts from its first real token)."""
+    n, p_len = len(prompts), max(len(p) for p in prompts)
+    input_ids = torch.full((n, p_len), pad_id, dtype=torch.long)
+    attention = torch.ones((n, c_len + p_len), dtype=torch.long)  # prefix columns: 1
+    for i, p in enumerate(prompts):
+        input_ids[i, p_len - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+        attention[i, c_len : c_len + p_len - len(p)] = 0
+    input_ids, attention = input_ids.to(device), attention.to(device)
+    positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, c_len:]  # [n, P]
+    return input_ids, attention, positions
+
+
+def sample_tokens(
+    logits: torch.Tensor, temperature: float, top_p: float, gens: list[torch.Generator]
+) -> torch.Tensor:
+    """One token per row of ``logits`` [b, V]: the argmax when ``temperature`` is 0, else
+    inverse-CDF sampling of the top-p filtered softmax with one uniform from each row's own
+    generator (so a row's draws do not depend on the other rows). Returns [b]."""
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(_top_p_filter(logits / temperature, top_p), dim=-1)  # [b, V]
+    u = torch.cat([torch.rand(1, generator=g) for g in gens]).to(logits.device)  # [b]
+    tok = torch.searchsorted(probs.cumsum(-1), u.unsqueeze(-1), right=True)  # [b, 1]
+    return tok.squeeze(-1).clamp(max=probs.shape[-1] - 1)
+
+
 def _top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     """Mask (to -inf) tokens outside the smallest set whose probability reaches ``top_p``."""
     if top_p >= 1.0:
@@ -322,14 +353,7 @@ class HFEngine:
             prompts = [p[c_len:] for p in prompts]
         else:
             c_len = 0
-        p_len = max(len(p) for p in prompts)
-        input_ids = torch.full((n, p_len), self.pad_id, dtype=torch.long)
-        attention = torch.ones((n, c_len + p_len), dtype=torch.long)  # prefix columns: 1
-        for i, p in enumerate(prompts):
-            input_ids[i, p_len - len(p) :] = torch.as_tensor(p, dtype=torch.long)
-            attention[i, c_len : c_len + p_len - len(p)] = 0
-        input_ids, attention = input_ids.to(device), attention.to(device)
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)[:, c_len:]  # [n, P]
+        input_ids, attention, positions = left_pad(prompts, self.pad_id, c_len, device)
         eos = torch.as_tensor(self.eos_ids, dtype=torch.long, device=device)
         # a stop string is at most this many tokens long (every token decodes to >= 1 char); the
         # tail window decoded per step is a bit longer to absorb partial UTF-8 bytes
@@ -367,16 +391,7 @@ class HFEngine:
                     pick = _suppress(logits, self.suppress_ids)  # [b, V]; logits if none
                     if no_repeat_ngram > 0:
                         pick = _ban_repeats(pick, [ids[r] for r in alive], no_repeat_ngram)
-                    if temperature > 0:
-                        scaled = pick / temperature  # [b, V]
-                        probs = torch.softmax(_top_p_filter(scaled, top_p), dim=-1)  # [b, V]
-                        # inverse-CDF sampling with one uniform per row from the row's stream
-                        u = torch.cat([torch.rand(1, generator=gens[r]) for r in alive])  # [b]
-                        cdf = probs.cumsum(-1)  # [b, V]
-                        tok = torch.searchsorted(cdf, u.to(device).unsqueeze(-1), right=True)
-                        tok = tok.squeeze(-1).clamp(max=probs.shape[-1] - 1)  # [b]
-                    else:
-                        tok = pick.argmax(-1)  # [b]
+                    tok = sample_tokens(pick, temperature, top_p, [gens[r] for r in alive])
                     lp, _ = token_logprobs_from_logits(logits, tok, temperature=temperature)  # [b]
                     is_eos = torch.isin(tok, eos)  # [b]
                     keep: list[int] = []

@@ -265,3 +265,12 @@ def write_iteration_logs(
             teacher_logprobs=teacher,
             iteration=iteration,
         )
+
+
+def time_metrics(times: dict[str, float], eval_seconds: float | None) -> dict[str, float]:
+    """``time/<phase>`` and each phase's share of the iteration."""
+    out = {f"time/{k}": v for k, v in times.items()}
+    total = sum(out.values()) + (eval_seconds or 0.0)
+    shares = {**out, **({"time/eval": eval_seconds} if eval_seconds else {})}
+    out.update({f"time_share/{k[5:]}": v / total for k, v in shares.items() if total > 0})
+    return out

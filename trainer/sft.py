@@ -489,16 +489,9 @@ def run_stage1(
     t0 = time.perf_counter()
     result = None
     if report.rows:
-        result = sft_train(
-            model,
-            tokenizer,
-            report.rows,
-            epochs=cfg.sft_epochs,
-            lr=cfg.sft_lr,
-            batch_size=cfg.sft_batch,
-            seed=cfg.seed,
-            progress="stage 1 SFT" if cfg.progress else None,
-        )
+        result = sft_train(model, tokenizer, report.rows, epochs=cfg.sft_epochs, lr=cfg.sft_lr,
+                           batch_size=cfg.sft_batch, seed=cfg.seed,
+                           progress="stage 1 SFT" if cfg.progress else None)  # fmt: skip
         _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:
         _say("no skill passed the rerun filter: the Stage 2 policy is the base policy")

@@ -51,6 +51,7 @@ from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
 from seed_gym.trainer.run_state import (
     eval_summary,
     save_checkpoint,
+    time_metrics,
     truncate_metrics,
     write_iteration_logs,
 )
@@ -235,19 +236,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                     teacher=teacher, gaps=gaps, trajectories=cfg.save_trajectories,
                     failures=failures,
                 )  # fmt: skip
-                if (
-                    cfg.eval_every and iteration % cfg.eval_every == 0
-                ) or iteration == cfg.iterations:
+                if eval_due(cfg, iteration):
                     metrics.update(run_eval(run, iteration))
             metrics.update(time_metrics(times, metrics.get("time/eval")))
-            # the checkpoint holds this iteration's metrics line, then the line; under FSDP
-            # every rank writes its shards
-            if (dist.is_main or dist.fsdp) and (
-                iteration % cfg.save_every == 0 or iteration == cfg.iterations
-            ):
-                save_checkpoint(run.run_dir / "checkpoint.pt", model, run.optimizer,
-                                run.checkpoint_state(iteration, metrics), main=dist.is_main)  # fmt: skip
-            logger.log(iteration, metrics)
+            commit(run, iteration, metrics)
             bar.set_postfix(success=f"{metrics['rollout/success']:.2f}",
                             ret=f"{metrics['rollout/return']:.2f}")  # fmt: skip
         if cfg.save_hf and (dist.is_main or dist.fsdp):
@@ -258,6 +250,22 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         logger.close()
         dist.shutdown()
     return metrics
+
+
+def eval_due(cfg: TrainConfig, iteration: int) -> bool:
+    return bool(cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations
+
+
+def commit(run: Run, iteration: int, metrics: dict[str, Any]) -> None:
+    """Checkpoint (every ``save_every`` iterations and at the end; it holds this iteration's
+    metrics line), then log the line. Under FSDP every rank writes its shards."""
+    cfg, dist = run.cfg, run.dist
+    if (dist.is_main or dist.fsdp) and (
+        iteration % cfg.save_every == 0 or iteration == cfg.iterations
+    ):
+        save_checkpoint(run.run_dir / "checkpoint.pt", run.policy.model, run.optimizer,
+                        run.checkpoint_state(iteration, metrics), main=dist.is_main)  # fmt: skip
+    run.logger.log(iteration, metrics)
 
 
 def iteration_metrics(run: Run, trajs: list, samples: list[Sample], analyzer: dict) -> dict:
@@ -273,15 +281,6 @@ def iteration_metrics(run: Run, trajs: list, samples: list[Sample], analyzer: di
         "train/env_steps_total": float(run.env_steps),
         **analyzer,
     }
-
-
-def time_metrics(times: dict[str, float], eval_seconds: float | None) -> dict[str, float]:
-    """``time/<phase>`` and each phase's share of the iteration."""
-    out = {f"time/{k}": v for k, v in times.items()}
-    total = sum(out.values()) + (eval_seconds or 0.0)
-    shares = {**out, **({"time/eval": eval_seconds} if eval_seconds else {})}
-    out.update({f"time_share/{k[5:]}": v / total for k, v in shares.items() if total > 0})
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
