@@ -7,7 +7,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seed_gym.trainer.engines import Generation, HFEngine, RolloutEngine, _top_p_filter  # noqa: E402
+from seed_gym.trainer.engines import (  # noqa: E402
+    Generation,
+    HFEngine,
+    RolloutEngine,
+    _top_p_filter,
+    left_pad,
+    sample_tokens,
+)
 from seed_gym.trainer.logprobs import (  # noqa: E402
     pack,
     packed_logprobs,
@@ -144,6 +151,30 @@ def test_top_p_filter_keeps_the_nucleus():
     kept = torch.isfinite(_top_p_filter(logits, 0.7))[0].tolist()
     assert kept == [True, True, False, False]
     assert torch.isfinite(_top_p_filter(logits, 0.1))[0].tolist() == [True, False, False, False]
+
+
+def test_left_pad_after_a_shared_prefix():
+    ids, mask, pos = left_pad([[5, 6, 7], [8]], pad_id=0, c_len=2, device="cpu")
+    assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
+    assert mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 0, 0, 1]]  # 2 prefix columns, then the row
+    assert pos.tolist() == [[2, 3, 4], [1, 1, 2]]  # counted over real tokens (pads clamp)
+
+
+def test_sample_tokens_greedy_and_per_row_streams():
+    logits = torch.tensor([[0.0, 3.0, 1.0], [2.0, 0.0, 0.0]])
+    assert sample_tokens(logits, 0.0, 1.0, []).tolist() == [1, 0]
+
+    def gens(*seeds):
+        return [torch.Generator().manual_seed(s) for s in seeds]
+
+    # a row's token depends on its own stream only, not on which rows share the batch
+    both = sample_tokens(logits, 1.0, 1.0, gens(1, 2))
+    assert sample_tokens(logits[1:], 1.0, 1.0, gens(2)).tolist() == both[1:].tolist()
+    # top_p small enough keeps only the argmax
+    assert sample_tokens(logits, 1.0, 0.01, gens(3, 4)).tolist() == [1, 0]
+    # the draws follow the softmax: token 1 of row 0 has probability ~0.84
+    draws = [int(sample_tokens(logits[:1], 1.0, 1.0, gens(s))[0]) for s in range(400)]
+    assert 0.77 < draws.count(1) / 400 < 0.91
 
 
 def test_bad_arguments(policy):
