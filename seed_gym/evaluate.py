@@ -231,6 +231,178 @@ class _Slot:
         self.trace: list[dict[str, Any]] = []
 
 
+def _resume(
+    out_dir: Path, config: dict[str, Any], units: list[tuple[int, str, int]], overwrite: bool
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Prepare ``out_dir`` for this eval and return the episodes it already holds, by (task id,
+    sample). A folder holding another config's eval (or episodes without a config) is refused
+    with a one-line ``SystemExit``; ``overwrite`` clears it first. A partial last line, and any
+    episode this config does not ask for, is dropped from the files."""
+    from seed_gym.trajlog import TRAJ_DIR
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ep_path, traj_path = out_dir / "episodes.jsonl", out_dir / TRAJ_DIR / "eval.jsonl"
+    cfg_path = out_dir / "eval_config.json"
+    if overwrite:
+        for p in (ep_path, traj_path, out_dir / "results.json", cfg_path):
+            p.unlink(missing_ok=True)
+    refuse = "use another --out or pass --overwrite"
+    if cfg_path.exists():
+        try:
+            previous = json.loads(cfg_path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            previous = None  # a corrupt config cannot vouch for the episodes beside it
+        if previous is None or not isinstance(previous, dict):
+            raise SystemExit(f"seed-gym eval: {cfg_path} is corrupt; {refuse}")
+        if previous != config:
+            diff = sorted(
+                x for x in set(previous) | set(config) if previous.get(x) != config.get(x)
+            )
+            raise SystemExit(
+                f"seed-gym eval: {out_dir} holds an eval with a different config "
+                f"({', '.join(diff)} differ); {refuse}"
+            )
+    elif ep_path.exists() and ep_path.stat().st_size:
+        raise SystemExit(
+            f"seed-gym eval: {ep_path} exists but was not written by this eval "
+            f"(no eval_config.json); {refuse}"
+        )
+    cfg_path.write_text(json.dumps(config, indent=2) + "\n")
+    wanted = {(t, j) for _, t, j in units}
+    done = {}
+    for r in _read_valid_jsonl(ep_path):
+        key = _episode_key(r)
+        if key in wanted:
+            done[key] = r
+    _rewrite_jsonl(ep_path, list(done.values()))
+    if traj_path.exists():
+        _rewrite_jsonl(
+            traj_path, [r for r in _read_valid_jsonl(traj_path) if _episode_key(r) in done]
+        )
+    return done
+
+
+class _Episodes:
+    """Plays the units not yet done, ``len(slots)`` at a time (a batched policy acts for every
+    live episode in one call); each finished episode is appended to ``episodes.jsonl`` (and its
+    trajectory to ``trajectories/eval.jsonl``) at once, so a killed eval resumes."""
+
+    def __init__(
+        self,
+        policy: Any,
+        policy_spec: str,
+        split: str,
+        seed: int,
+        position: dict[str, int],
+        out_dir: Path | None,
+        save_trajectories: bool,
+    ):
+        from seed_gym.trajlog import TRAJ_DIR
+
+        self.policy, self.policy_spec, self.split = policy, policy_spec, split
+        self.seed, self.position = seed, position
+        self.ep_path = out_dir / "episodes.jsonl" if out_dir is not None else None
+        self.traj_path = out_dir / TRAJ_DIR / "eval.jsonl" if out_dir is not None else None
+        self.save_trajectories = save_trajectories
+        self.queue: list[tuple[int, str, int]] = []
+        self.records: list[dict[str, Any]] = []
+        self.log: Any = None  # the open episodes.jsonl while run() plays
+        self.bar: Any = None
+
+    def run(self, slots: list[_Slot], todo: list, done: list[dict], bar) -> list[dict[str, Any]]:
+        self.queue, self.records, self.bar = list(reversed(todo)), list(done), bar
+        self.log = open(self.ep_path, "a", encoding="utf-8") if self.ep_path else None  # noqa: SIM115
+        try:
+            for slot in slots:
+                self.start(slot)
+            while live := [s for s in slots if s.unit is not None]:
+                if hasattr(self.policy, "act_batch"):
+                    actions = self.policy.act_batch(
+                        [s.env for s in live], [s.obs for s in live], [s.info for s in live]
+                    )
+                else:
+                    actions = [self.policy.act(s.env, s.obs, s.info) for s in live]
+                for slot, action in zip(live, actions, strict=True):
+                    self.step(slot, action)
+        finally:
+            if self.log is not None:
+                self.log.close()
+        return self.records
+
+    def start(self, slot: _Slot) -> None:
+        if not self.queue:
+            slot.unit = None
+            return
+        slot.unit = self.queue.pop()
+        _, task_id, j = slot.unit
+        slot.seed = self.seed + self.position[task_id]
+        slot.obs, slot.info = slot.env.reset(seed=slot.seed, options={"task_id": task_id})
+        self.policy.reset(slot.env, seed=sample_seed(self.seed, self.position[task_id], j))
+        slot.total, slot.steps, slot.invalid = 0.0, 0, 0
+        slot.actions, slot.trace = [], []
+
+    def observation(self, slot: _Slot) -> tuple[str, list[Any]]:
+        if self.policy.acts_on == "agent":
+            return str(slot.info.get("anchor", "")), list(slot.obs.get("images") or [])
+        image = slot.obs.get("image") if isinstance(slot.obs, dict) else None
+        text = slot.obs.get("text", "") if isinstance(slot.obs, dict) else str(slot.obs)
+        return str(text), [] if image is None else [image]
+
+    def step(self, slot: _Slot, action: Any) -> None:
+        from seed_gym.trajlog import step_record
+
+        if self.save_trajectories:
+            text, images = self.observation(slot)
+            details = getattr(self.policy, "details", lambda env: None)(slot.env) or {}
+        obs, reward, terminated, truncated, info = slot.env.step(action)
+        slot.total += float(reward)
+        slot.steps += 1
+        slot.invalid += not info.get("action_is_valid", True)
+        parsed = info.get("parsed_action", action) if self.policy.acts_on == "agent" else action
+        slot.actions.append(parsed)
+        if self.save_trajectories:
+            slot.trace.append(
+                step_record(
+                    observation=text, images=images, response=str(action), action=parsed,
+                    valid=bool(info.get("action_is_valid", True)), reward=float(reward),
+                    tokens=details.get("tokens"), logprobs=details.get("logprobs"),
+                )
+            )  # fmt: skip
+        slot.obs, slot.info = obs, info
+        if terminated or truncated:
+            self.finish(slot, terminated, truncated)
+            self.start(slot)
+
+    def finish(self, slot: _Slot, terminated: bool, truncated: bool) -> None:
+        from seed_gym.trajlog import append_trajectory, trajectory_record
+
+        index, task_id, j = slot.unit
+        record = _record(task_id, slot.seed, slot.info, slot.total, slot.steps, slot.invalid,
+                         terminated, truncated, slot.actions)  # fmt: skip
+        record["sample"] = j
+        record["index"] = index
+        if self.traj_path is not None and self.save_trajectories:
+            # the trajectory goes first: an episode line always has its trajectory
+            score = next((v for key, v in record["extras"].items() if key.endswith("score")), None)
+            append_trajectory(
+                self.traj_path,
+                trajectory_record(
+                    traj_id=f"eval-{index}", group_id=task_id, task_id=task_id,
+                    task_type=record["task_type"], task=str(slot.info.get("task", "")),
+                    seed=slot.seed, won=record["won"], score=score,
+                    truncated=truncated and not terminated, steps=slot.trace, source="eval",
+                    split=self.split, sample=j, policy=self.policy_spec,
+                ),
+            )  # fmt: skip
+        if self.log is not None:
+            self.log.write(json_line(record))
+            self.log.flush()
+        self.records.append(record)
+        self.bar.update(1)
+        wins = sum(r["won"] for r in self.records)
+        self.bar.set_postfix(success=f"{wins / len(self.records):.3f}", refresh=False)
+
+
 def evaluate(
     env_id: str,
     split: str,
@@ -257,7 +429,6 @@ def evaluate(
 
     import seed_gym
     from seed_gym.policies import make_policy
-    from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -273,213 +444,50 @@ def evaluate(
     policy = make_policy(policy_spec, options)
     make = seed_gym.make_agent_env if policy.acts_on == "agent" else seed_gym.make
     envs = [make(env_id, **kwargs)]
-    manifest = envs[0].unwrapped.manifest(split)
-    position = {t: i for i, t in enumerate(manifest.task_ids)}
-    tasks = list(manifest.iterate(limit=episodes, seed=seed))
-    units = [(i * k + j, t, j) for i, t in enumerate(tasks) for j in range(k)]
-
-    config = {
-        "env_id": env_id,
-        "split": split,
-        "policy": policy_spec,
-        "policy_options": options,
-        "episodes": episodes,
-        "seed": seed,
-        "k": k,
-        "modality": modality,
-        "max_steps": max_steps,
-        "manifest_sha256": manifest.hash,
-    }
-    if env_kwargs:  # only when given, so evals written before the option still resume
-        config["env_kwargs"] = env_kwargs
-    out_dir = Path(out) if out is not None else None
-    done: dict[tuple[str, int], dict[str, Any]] = {}
-    ep_path = traj_path = None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        ep_path = out_dir / "episodes.jsonl"
-        traj_path = out_dir / TRAJ_DIR / "eval.jsonl"
-        cfg_path = out_dir / "eval_config.json"
-        if overwrite:
-            for p in (ep_path, traj_path, out_dir / "results.json", cfg_path):
-                p.unlink(missing_ok=True)
-        if cfg_path.exists():
-            try:
-                previous = json.loads(cfg_path.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                previous = None  # a corrupt config cannot vouch for the episodes beside it
-            if previous is None or not isinstance(previous, dict):
-                envs[0].close()
-                policy.close()
-                raise SystemExit(
-                    f"seed-gym eval: {cfg_path} is corrupt; use another --out or pass --overwrite"
-                )
-            if previous != config:
-                diff = sorted(
-                    x for x in set(previous) | set(config) if previous.get(x) != config.get(x)
-                )
-                envs[0].close()
-                policy.close()
-                raise SystemExit(
-                    f"seed-gym eval: {out_dir} holds an eval with a different config "
-                    f"({', '.join(diff)} differ); use another --out or pass --overwrite"
-                )
-        elif ep_path.exists() and ep_path.stat().st_size:
-            envs[0].close()
-            policy.close()
-            raise SystemExit(
-                f"seed-gym eval: {ep_path} exists but was not written by this eval "
-                "(no eval_config.json); use another --out or pass --overwrite"
-            )
-        cfg_path.write_text(json.dumps(config, indent=2) + "\n")
-        wanted = {(t, j): idx for idx, t, j in units}
-        for r in _read_valid_jsonl(ep_path):
-            key = _episode_key(r)
-            if key in wanted:
-                done[key] = r
-        # drop the partial last line (and anything this config does not ask for)
-        _rewrite_jsonl(ep_path, list(done.values()))
-        if traj_path.exists():
-            kept = [r for r in _read_valid_jsonl(traj_path) if _episode_key(r) in done]
-            _rewrite_jsonl(traj_path, kept)
-    resumed = len(done)
-    todo = [u for u in units if (u[1], u[2]) not in done]
-
-    describe = getattr(policy, "describe", None)
-    policy_info = describe() if describe is not None else {"model": None}
-    batched = hasattr(policy, "act_batch")
-    n_slots = max(1, min(int(getattr(policy, "batch_size", 1) or 1), len(todo))) if batched else 1
-    while len(envs) < n_slots:
-        envs.append(make(env_id, **kwargs))
-    slots = [_Slot(env) for env in envs[:n_slots]]
-    queue = list(reversed(todo))
-    log = open(ep_path, "a", encoding="utf-8") if ep_path is not None else None  # noqa: SIM115
-    records = list(done.values())
-    bar = tqdm(
-        total=len(units),
-        initial=resumed,
-        desc=f"{env_id} {split} {policy_spec}",
-        unit="ep",
-        disable=not progress,
-    )
-
-    def start(slot: _Slot) -> None:
-        if not queue:
-            slot.unit = None
-            return
-        slot.unit = queue.pop()
-        _, task_id, j = slot.unit
-        slot.seed = seed + position[task_id]
-        slot.obs, slot.info = slot.env.reset(seed=slot.seed, options={"task_id": task_id})
-        policy.reset(slot.env, seed=sample_seed(seed, position[task_id], j))
-        slot.total, slot.steps, slot.invalid = 0.0, 0, 0
-        slot.actions, slot.trace = [], []
-
-    def observation(slot: _Slot) -> tuple[str, list[Any]]:
-        if policy.acts_on == "agent":
-            return str(slot.info.get("anchor", "")), list(slot.obs.get("images") or [])
-        image = slot.obs.get("image") if isinstance(slot.obs, dict) else None
-        text = slot.obs.get("text", "") if isinstance(slot.obs, dict) else str(slot.obs)
-        return str(text), [] if image is None else [image]
-
-    def finish(slot: _Slot, terminated: bool, truncated: bool) -> None:
-        index, task_id, j = slot.unit
-        record = _record(
-            task_id,
-            slot.seed,
-            slot.info,
-            slot.total,
-            slot.steps,
-            slot.invalid,
-            terminated,
-            truncated,
-            slot.actions,
-        )
-        record["sample"] = j
-        record["index"] = index
-        if traj_path is not None and save_trajectories:
-            # the trajectory goes first: an episode line always has its trajectory
-            append_trajectory(
-                traj_path,
-                trajectory_record(
-                    traj_id=f"eval-{index}",
-                    group_id=task_id,
-                    task_id=task_id,
-                    task_type=record["task_type"],
-                    task=str(slot.info.get("task", "")),
-                    seed=slot.seed,
-                    won=record["won"],
-                    score=next(
-                        (v for key, v in record["extras"].items() if key.endswith("score")), None
-                    ),
-                    truncated=truncated and not terminated,
-                    steps=slot.trace,
-                    source="eval",
-                    split=split,
-                    sample=j,
-                    policy=policy_spec,
-                ),
-            )
-        if log is not None:
-            log.write(json_line(record))
-            log.flush()
-        records.append(record)
-        bar.update(1)
-        bar.set_postfix(
-            success=f"{sum(r['won'] for r in records) / len(records):.3f}", refresh=False
-        )
-
     try:
-        for slot in slots:
-            start(slot)
-        while True:
-            live = [s for s in slots if s.unit is not None]
-            if not live:
-                break
-            if batched:
-                actions = policy.act_batch(
-                    [s.env for s in live], [s.obs for s in live], [s.info for s in live]
-                )
-            else:
-                actions = [policy.act(s.env, s.obs, s.info) for s in live]
-            for slot, action in zip(live, actions, strict=True):
-                if save_trajectories:
-                    text, images = observation(slot)
-                    details = getattr(policy, "details", lambda env: None)(slot.env) or {}
-                obs, reward, terminated, truncated, info = slot.env.step(action)
-                slot.total += float(reward)
-                slot.steps += 1
-                slot.invalid += not info.get("action_is_valid", True)
-                parsed = info.get("parsed_action", action) if policy.acts_on == "agent" else action
-                slot.actions.append(parsed)
-                if save_trajectories:
-                    slot.trace.append(
-                        step_record(
-                            observation=text,
-                            images=images,
-                            response=str(action),
-                            action=parsed,
-                            valid=bool(info.get("action_is_valid", True)),
-                            reward=float(reward),
-                            tokens=details.get("tokens"),
-                            logprobs=details.get("logprobs"),
-                        )
-                    )
-                slot.obs, slot.info = obs, info
-                if terminated or truncated:
-                    finish(slot, terminated, truncated)
-                    start(slot)
+        manifest = envs[0].unwrapped.manifest(split)
+        position = {t: i for i, t in enumerate(manifest.task_ids)}
+        tasks = list(manifest.iterate(limit=episodes, seed=seed))
+        units = [(i * k + j, t, j) for i, t in enumerate(tasks) for j in range(k)]
+        config = {
+            "env_id": env_id,
+            "split": split,
+            "policy": policy_spec,
+            "policy_options": options,
+            "episodes": episodes,
+            "seed": seed,
+            "k": k,
+            "modality": modality,
+            "max_steps": max_steps,
+            "manifest_sha256": manifest.hash,
+        }
+        if env_kwargs:  # only when given, so evals written before the option still resume
+            config["env_kwargs"] = env_kwargs
+        out_dir = Path(out) if out is not None else None
+        done = _resume(out_dir, config, units, overwrite) if out_dir is not None else {}
+        todo = [u for u in units if (u[1], u[2]) not in done]
+        describe = getattr(policy, "describe", None)
+        policy_info = describe() if describe is not None else {"model": None}
+        batch = int(getattr(policy, "batch_size", 1) or 1) if hasattr(policy, "act_batch") else 1
+        while len(envs) < max(1, min(batch, len(todo))):
+            envs.append(make(env_id, **kwargs))
+        bar = tqdm(total=len(units), initial=len(done), desc=f"{env_id} {split} {policy_spec}",
+                   unit="ep", disable=not progress)  # fmt: skip
+        try:
+            player = _Episodes(
+                policy, policy_spec, split, seed, position, out_dir, save_trajectories
+            )
+            records = player.run([_Slot(e) for e in envs], todo, list(done.values()), bar)
+        finally:
+            bar.close()
     finally:
-        bar.close()
-        if log is not None:
-            log.close()
         for env in envs:
             env.close()
         policy.close()
 
     records.sort(key=lambda r: r["index"])
-    if ep_path is not None:
-        _rewrite_jsonl(ep_path, records)  # manifest order, whatever order episodes ended in
+    if out_dir is not None:
+        _rewrite_jsonl(out_dir / "episodes.jsonl", records)  # manifest order, however they ended
     results = {
         "env_id": env_id,
         "split": split,
@@ -495,7 +503,7 @@ def evaluate(
         "seed_gym_version": seed_gym.__version__,
         "versions": package_versions(),
         "config": config,
-        "resumed_episodes": resumed,
+        "resumed_episodes": len(done),
         **summarize(records, n_boot=n_boot, ci_seed=seed),
     }
     if out_dir is not None:

@@ -115,10 +115,6 @@ class Sample:
     old_logprobs: Sequence[float]
     teacher_logprobs: Sequence[float] | None = None
 
-    @property
-    def length(self) -> int:
-        return len(self.step.prompt_ids) + len(self.step.response_ids)
-
 
 def n_mini_batches(n_samples: int, cfg: Any) -> int:
     """Optimizer steps per epoch: ``cfg.mini_batches`` if set, else ceil(N / mini_batch_size)."""
@@ -218,8 +214,10 @@ def run_update(
         for mb in np.array_split(order, n_mini_batches(len(samples), cfg)):
             if len(mb) == 0:
                 continue
-            # long samples together: less padding per micro-batch
-            mb = sorted(mb.tolist(), key=lambda i: samples[i].length)
+            # in prompt-token order: a micro-batch holds steps of the same task (and the same
+            # step), so its common prompt prefix, which runs once (logprobs.pack), is long and
+            # its rows pad little; the step's gradient is the same sum in any order
+            mb = sorted(mb.tolist(), key=lambda i: (list(samples[i].step.prompt_ids), i))
             num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
             # OPD token-mean denominator: response tokens with a teacher
             num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)

@@ -1,0 +1,115 @@
+"""The update's micro-batch order, measured side by side: by length (seed-gym <= 0.3.0) or by
+prompt tokens (now).
+
+    python benchmarks/bench_update_order.py                  # smollm2-cpu preset, EZPoints
+    python benchmarks/bench_update_order.py --preset tiny    # seconds, for a smoke check
+
+It collects one real iteration of rollouts (B tasks x G episodes) with the preset's starting
+policy (the format-warmed model when the preset has a warm-up: built and cached if missing), then
+times the forward and backward of every micro-batch of one mini-batch under both orders, in
+alternation, ``--repeats`` times; no optimizer step, so both see the same weights. Printed: the
+tokens each order runs (a micro-batch's shared prompt prefix counts once), the median seconds and
+the ratio. The gradient of a mini-batch is the same sum in either order (checked: the relative
+difference of the two gradient vectors is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="smollm2-cpu")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+
+    import numpy as np
+    import torch
+
+    from seed_gym.registration import task_ids
+    from seed_gym.seeding import derive_seed
+    from seed_gym.trainer.advantages import grpo_advantages
+    from seed_gym.trainer.collect import SamplingParams, collect
+    from seed_gym.trainer.config import PRESETS
+    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.logprobs import pack
+    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.update import Sample, micro_batch_loss
+    from seed_gym.trainer.warmup import warmup_for_config
+    from seed_gym.wrappers.pool import make_group_pool
+
+    torch.set_num_threads(a.threads)
+    cfg = dataclasses.replace(PRESETS[a.preset](), progress=False)
+    source = str(warmup_for_config(cfg)) if cfg.format_warmup_episodes else cfg.model
+    policy = load_policy(source, seed=0)
+    engine = HFEngine(
+        policy.model, policy.tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16
+    )
+    tasks = task_ids(cfg.env, "train")[: cfg.tasks_per_iter]
+    pool = make_group_pool(cfg.env, tasks, cfg.group_size, split="train", modality=cfg.modality)
+    try:
+        trajs = collect(pool, engine, tasks, [derive_seed(0, 1, b) for b in range(len(tasks))],
+                        sampling=SamplingParams(cfg.max_new_tokens, cfg.temperature, 1.0), seed=0,
+                        max_turns=cfg.max_turns)  # fmt: skip
+    finally:
+        pool.close()
+    adv = grpo_advantages(trajs, mode=cfg.advantage, std_normalize=cfg.std_normalize)
+    samples = [
+        Sample(step, x, step.old_logprobs)
+        for t, xs in zip(trajs, adv, strict=True)
+        for step, x in zip(t.steps, xs, strict=True)
+        if step.response_ids
+    ]
+    mb = np.random.default_rng(0).permutation(len(samples))[: cfg.mini_batch_size].tolist()
+    orders = {
+        "length": sorted(mb, key=lambda i: len(samples[i].step.prompt_ids + samples[i].step.response_ids)),
+        "prompt": sorted(mb, key=lambda i: (list(samples[i].step.prompt_ids), i)),
+    }  # fmt: skip
+    num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
+    params = [q for q in policy.model.parameters() if q.requires_grad]
+
+    def run(order: list[int]) -> torch.Tensor:
+        policy.model.zero_grad(set_to_none=True)
+        for s in range(0, len(order), cfg.micro_batch):
+            chunk = [samples[i] for i in order[s : s + cfg.micro_batch]]
+            loss, _, _ = micro_batch_loss(policy.model, chunk, reference=None, distill=False,
+                                          num_tokens=num_tokens, num_teacher_tokens=0, cfg=cfg,
+                                          pad_id=policy.pad_id, processor=None, device="cpu")  # fmt: skip
+            loss.backward()
+        return torch.cat([q.grad.flatten() for q in params])
+
+    def tokens(order: list[int]) -> int:
+        """Positions the forwards run: each micro-batch's padded rows plus its prefix once."""
+        total = 0
+        for s in range(0, len(order), cfg.micro_batch):
+            steps = [samples[i].step for i in order[s : s + cfg.micro_batch]]
+            b = pack([x.prompt_ids for x in steps], [x.response_ids for x in steps],
+                     pad_id=policy.pad_id, share_prefix=True)  # fmt: skip
+            total += b.input_ids.numel() + (0 if b.prefix_ids is None else len(b.prefix_ids))
+        return total
+
+    policy.model.train()
+    times: dict[str, list[float]] = {k: [] for k in orders}
+    grads = {}
+    for _ in range(a.repeats):
+        for name, order in orders.items():
+            t0 = time.perf_counter()
+            grads[name] = run(order)
+            times[name].append(time.perf_counter() - t0)
+    diff = float((grads["length"] - grads["prompt"]).norm() / grads["length"].norm())
+    print(f"{len(samples)} step-samples from {len(trajs)} episodes; one mini-batch of {len(mb)}, "
+          f"micro-batches of {cfg.micro_batch}, {a.threads} thread(s), {a.repeats} repeats")  # fmt: skip
+    for name in orders:
+        print(f"  by {name:6s}: {tokens(orders[name]):6d} tokens run, "
+              f"median {statistics.median(times[name]):6.2f} s  {[round(t, 2) for t in times[name]]}")  # fmt: skip
+    ratio = statistics.median(times["length"]) / statistics.median(times["prompt"])
+    print(f"  speed-up of prompt order: {ratio:.2f}x; gradient relative difference {diff:.1e}")
+
+
+if __name__ == "__main__":
+    main()
