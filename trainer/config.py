@@ -413,8 +413,9 @@ def smollm2_cpu() -> TrainConfig:
         env="seed_gym/EZPoints-v0",
         modality="text",
         # SmolLM2-135M never writes the agent format (nor the analyzer's JSON) unaided: clone 64
-        # noisy-oracle episodes and 16 analyzer answers first (cached per env; ~10 min on 2
-        # cores). The clone wins ~20% of sampled seen episodes: room for RL (docs/training.md)
+        # noisy-oracle episodes and 16 analyzer answers first (cached per env; 20 min on 2
+        # cores). 3 epochs: after 2 the clone wrote "1" for "10" and won 3% of sampled seen
+        # episodes; after 3 it wins ~60% (docs/training.md, "The clone's quality is fragile")
         format_warmup_episodes=64,
         format_warmup_epochs=3,
         format_warmup_analyzer_episodes=16,
