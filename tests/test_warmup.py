@@ -83,8 +83,12 @@ def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
 
     rows = analyzer_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
     assert len(rows) == 4 and {r["provenance"]["source"] for r in rows} == {"analyzer"}
-    # episodes alternate: the pure oracle (noise 0) wins, the random player loses
-    assert [r["provenance"]["won"] for r in rows] == [True, False, True, False]
+    # episodes alternate: the pure oracle (noise 0) wins, then a random player (which may win
+    # by luck: the Sokoban stream of WARMUP_VERSION 4 does once); some episode must lose
+    won = [r["provenance"]["won"] for r in rows]
+    assert won[0::2] == [True, True]
+    more = [r["provenance"]["won"] for r in analyzer_demonstrations(env_id, "train", 8, seed=0)]
+    assert not all(more)
     for row in rows:
         prompt = row["messages"][0]["content"]
         assert row["messages"][0]["role"] == "user" and prompt.startswith(ANALYZER_INSTRUCTION)
