@@ -37,7 +37,7 @@ def main() -> None:
     from seed_gym.trainer.collect import SamplingParams, collect
     from seed_gym.trainer.config import PRESETS
     from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.logprobs import pack
+    from seed_gym.trainer.logprobs import pack, prompt_order
     from seed_gym.trainer.models import load_policy
     from seed_gym.trainer.update import Sample, micro_batch_loss
     from seed_gym.trainer.warmup import warmup_for_config
@@ -68,7 +68,7 @@ def main() -> None:
     mb = np.random.default_rng(0).permutation(len(samples))[: cfg.mini_batch_size].tolist()
     orders = {
         "length": sorted(mb, key=lambda i: len(samples[i].step.prompt_ids + samples[i].step.response_ids)),
-        "prompt": sorted(mb, key=lambda i: (list(samples[i].step.prompt_ids), i)),
+        "prompt": prompt_order(mb, [s.step.prompt_ids for s in samples]),
     }  # fmt: skip
     num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
     params = [q for q in policy.model.parameters() if q.requires_grad]

@@ -306,6 +306,7 @@ class _Episodes:
         self.save_trajectories = save_trajectories
         self.queue: list[tuple[int, str, int]] = []
         self.records: list[dict[str, Any]] = []
+        self.batched = hasattr(policy, "act_batch")  # one call for every live episode
         self.log: Any = None  # the open episodes.jsonl while run() plays
         self.bar: Any = None
 
@@ -316,7 +317,7 @@ class _Episodes:
             for slot in slots:
                 self.start(slot)
             while live := [s for s in slots if s.unit is not None]:
-                if hasattr(self.policy, "act_batch"):
+                if self.batched:
                     actions = self.policy.act_batch(
                         [s.env for s in live], [s.obs for s in live], [s.info for s in live]
                     )

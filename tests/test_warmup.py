@@ -87,8 +87,9 @@ def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
     # by luck: the Sokoban stream of WARMUP_VERSION 4 does once); some episode must lose
     won = [r["provenance"]["won"] for r in rows]
     assert won[0::2] == [True, True]
-    more = [r["provenance"]["won"] for r in analyzer_demonstrations(env_id, "train", 8, seed=0)]
-    assert not all(more)
+    more = analyzer_demonstrations(env_id, "train", 8, seed=0, noise=0.0)
+    assert [r["provenance"]["won"] for r in more[0::2]] == [True] * 4
+    assert not all(r["provenance"]["won"] for r in more[1::2])  # random players mostly lose
     for row in rows:
         prompt = row["messages"][0]["content"]
         assert row["messages"][0]["role"] == "user" and prompt.startswith(ANALYZER_INSTRUCTION)

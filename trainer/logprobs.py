@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,6 +227,17 @@ def packed_logprobs(
     )
 
 
+def prompt_order(
+    indices: Iterable[int],
+    prompts: Sequence[Sequence[int]],
+    lengths: Sequence[int] | None = None,
+) -> list[int]:
+    """``indices`` sorted by their prompt tokens (then by ``lengths``, then index): rows that
+    share a long prompt prefix become neighbours, so a micro-batch cut from the order runs that
+    prefix once (``pack(share_prefix=True)``) and pads little."""
+    return sorted(indices, key=lambda i: (list(prompts[i]), lengths[i] if lengths else 0, i))
+
+
 @torch.no_grad()
 def response_logprobs(
     model: torch.nn.Module,
@@ -259,9 +270,8 @@ def response_logprobs(
     device = next(model.parameters()).device
     order = list(range(n))
     if sort_by_length:
-        # prompts in token order: those that share a long prefix (the steps of one trajectory
-        # under its skill) land in one micro-batch and share it; lengths stay close too
-        order.sort(key=lambda i: (list(prompts[i]), len(responses[i]), i))
+        # the steps of one trajectory under its skill share a long prefix; lengths stay close too
+        order = prompt_order(order, prompts, [len(r) for r in responses])
     out_lp: list[torch.Tensor | None] = [None] * n
     out_ent: list[torch.Tensor | None] = [None] * n
     was_training = model.training

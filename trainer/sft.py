@@ -36,7 +36,7 @@ from seed_gym.trainer.analyzer import Skill, analyzer_kwargs, analyzer_messages
 from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.engines import HFEngine, encode_chat
-from seed_gym.trainer.logprobs import pack, packed_logprobs
+from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
 from seed_gym.trainer.models import load_policy, save_policy
 from seed_gym.trainer.trajectory import Trajectory
 from seed_gym.wrappers.agent import make_agent_env
@@ -244,7 +244,7 @@ def micro_batches(
     window = GROUP_WINDOW * batch_size
     chunks = []
     for w in range(0, len(order), window):
-        part = sorted(order[w : w + window], key=lambda i: (list(prompts[i]), i))
+        part = prompt_order(order[w : w + window], prompts)
         chunks += [part[s : s + batch_size] for s in range(0, len(part), batch_size)]
     rng.shuffle(chunks)
     return chunks

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from seed_gym.trainer.image_inputs import image_inputs
-from seed_gym.trainer.logprobs import pack, packed_logprobs
+from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
 from seed_gym.trainer.losses import (
     broadcast_to_tokens,
     entropy_bonus,
@@ -208,16 +208,16 @@ def run_update(
     stats: dict[str, list[float]] = {}
     opd = OPDStats()
     steps = 0
+    prompts = [s.step.prompt_ids for s in samples]
     model.train()
     for _epoch in range(cfg.ppo_epochs):
         order = rng.permutation(len(samples))
         for mb in np.array_split(order, n_mini_batches(len(samples), cfg)):
             if len(mb) == 0:
                 continue
-            # in prompt-token order: a micro-batch holds steps of the same task (and the same
-            # step), so its common prompt prefix, which runs once (logprobs.pack), is long and
-            # its rows pad little; the step's gradient is the same sum in any order
-            mb = sorted(mb.tolist(), key=lambda i: (list(samples[i].step.prompt_ids), i))
+            # a micro-batch holds steps of the same task (and step): a long shared prefix that
+            # runs once; the step's gradient is the same sum in any order
+            mb = prompt_order(mb.tolist(), prompts)
             num_tokens = sum(len(samples[i].step.response_ids) for i in mb)
             # OPD token-mean denominator: response tokens with a teacher
             num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)

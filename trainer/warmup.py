@@ -52,7 +52,8 @@ from seed_gym.wrappers.spec import DemoStep
 if TYPE_CHECKING:
     from seed_gym.trainer.trajectory import Trajectory
 
-# bump when demonstrations or training change, so old cached models are not reused
+# bump when demonstrations or training change, so old cached models are not reused; it is also
+# part of the demonstrations' random stream, so a bump redraws them (tests pin outcomes per env)
 WARMUP_VERSION = 4  # 3: analyzer prompts state the outcome in words and the env return; 4: the
 # EZPoints reward change (0.2.0) changed the noisy demonstrations under the same key, and SFT
 # micro-batches are grouped by prompt (sft.micro_batches)
