@@ -47,6 +47,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # with one torch thread each; the shared warm-up is built first with both cores.
     "cpu": {
         "preset": "smollm2-cpu",
+        "eval-cache": True,  # GRPO and SEED of one seed start from the same weights: one start eval
         "seeds": [0, 1, 2],
         "jobs": 2,
     },
@@ -84,6 +85,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "eval-tasks": 2,
         "eval-samples": 2,
         "eval-temperature": 1.0,
+        "eval-cache": True,
         "threads": 1,
         "seeds": [0, 1, 2],
         "jobs": 2,
@@ -137,6 +139,17 @@ def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str], thre
         print(f"[warm-up] {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
+def run_order(algos: list[str], seeds: list[int], *, cached_start: bool) -> list[tuple[str, int]]:
+    """The order runs start in. With the eval cache (``cached_start``) every seed's baseline run
+    goes first: the compared runs of that seed, started after it, read its start eval (same
+    weights, same seed) instead of playing it again. Without it the compared algorithms (SEED:
+    Stage 1, analysis, rescoring) take longest and go first, seed by seed, so the job slots finish
+    close together."""
+    if cached_start:
+        return [(a, s) for a in algos for s in seeds]
+    return [(a, s) for s in seeds for a in reversed(algos)]
+
+
 def run_all(
     config: dict[str, Any],
     algos: list[str],
@@ -150,17 +163,14 @@ def run_all(
     ``threads``), so ``jobs`` up to the core count run side by side without contending for cores."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     todo = []
-    for seed in seeds:
-        # the compared algorithms (SEED: Stage 1, analysis, rescoring) take longest: start them
-        # first, so the job slots finish close together
-        for algo in reversed(algos):
-            run_dir = out / "runs" / f"{algo}-s{seed}"
-            if finished(run_dir, run_config(config, algo, seed, extra).iterations, algo):
-                print(f"[skip] {run_dir.name}: finished", flush=True)
-                continue
-            resume = ["--resume"] if (run_dir / "checkpoint.pt").exists() else []
-            cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
-            todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
+    for algo, seed in run_order(algos, seeds, cached_start=bool(config.get("eval-cache"))):
+        run_dir = out / "runs" / f"{algo}-s{seed}"
+        if finished(run_dir, run_config(config, algo, seed, extra).iterations, algo):
+            print(f"[skip] {run_dir.name}: finished", flush=True)
+            continue
+        resume = ["--resume"] if (run_dir / "checkpoint.pt").exists() else []
+        cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
+        todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
     if todo and jobs > 1:
         prepare(config, algos[0], seeds[0], extra, threads=jobs)
     times: dict[str, float] = {}

@@ -15,7 +15,8 @@ from conftest import GUESS_ID, ROOT, import_example
 
 import seed_gym
 from seed_gym.evaluate import evaluate
-from seed_gym.trainer.model_policy import state_dict_sha256, weights_sha256
+from seed_gym.trainer.model_policy import weights_sha256
+from seed_gym.trainer.models import state_dict_sha256
 
 pytest.importorskip("transformers")
 import_example()

@@ -21,7 +21,8 @@ def load_bench():
     return module
 
 
-def test_learning_benchmark_smoke(tmp_path, capsys):
+def test_learning_benchmark_smoke(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))  # the runs' eval cache
     bench = load_bench()
     algos = "grpo,seed"
     args = ["--smoke", "--algos", algos, "--seeds", "0,1", "--out", str(tmp_path)]
@@ -37,6 +38,18 @@ def test_learning_benchmark_smoke(tmp_path, capsys):
         points = res["curves"]["unseen"]["grpo"]["per_seed"][str(seed)]
         assert [p[0] for p in points] == [0, 1, 2] and points[0][1] == 0.0  # at 0 env steps
         assert (tmp_path / "runs" / f"seed-s{seed}" / "train.log").is_file()
+        # Stage 1 accepted no skill, so SEED started from GRPO's weights: its start eval is
+        # GRPO's, read from the eval cache (the GRPO runs go first)
+        stage1 = json.loads(
+            (tmp_path / "runs" / f"seed-s{seed}" / "stage1" / "stage1.json").read_text()
+        )
+        assert not stage1["trained"]
+        start = [json.loads(m) for m in metrics][0]
+        seed_start = json.loads(
+            (tmp_path / "runs" / f"seed-s{seed}" / "metrics.jsonl").read_text().splitlines()[0]
+        )
+        assert seed_start["eval/seen/cached"] == 1.0 and "eval/seen/cached" not in start
+        assert seed_start["eval/unseen/success"] == start["eval/unseen/success"]
     for split in ("seen", "unseen"):
         rows = res["paired"][split][f"{other} - {baseline}"]
         assert rows and all(len(r["per_seed"]) == 2 for r in rows)

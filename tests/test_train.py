@@ -149,6 +149,47 @@ def test_eval_at_start_logs_the_starting_policy_as_iteration_zero(tmp_path):
     assert "eval/seen/success" in lines[1] and lines[1]["rollout/env_steps"] > 0
 
 
+def test_eval_cache_reuses_the_start_eval_of_identical_weights_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
+    kw = dict(env=ECHO_ID, iterations=1, eval_splits=("seen",), eval_tasks=2, eval_samples=2,
+              eval_temperature=1.0, eval_at_start=True, eval_cache=True)  # fmt: skip
+    train(_cfg(tmp_path, "grpo", **kw))  # evaluates the start and stores it
+    train(_cfg(tmp_path, "prompt", algo="prompt", **kw))  # same start weights and seed: a hit
+    train(_cfg(tmp_path, "seed1", algo="prompt", **{**kw, "seed": 1}))  # another seed: a miss
+    first, hit, other = (run_metrics(tmp_path / n)[0] for n in ("grpo", "prompt", "seed1"))
+    assert "eval/seen/cached" not in first and hit["eval/seen/cached"] == 1.0
+    assert "eval/seen/cached" not in other
+    assert deterministic_metrics(hit) == deterministic_metrics(first)
+    rows = [
+        (tmp_path / n / "evals" / "iter_0000-seen.jsonl").read_text() for n in ("grpo", "prompt")
+    ]
+    assert rows[0] == rows[1] and rows[0]
+    assert "eval/seen/cached" not in run_metrics(tmp_path / "grpo")[1]  # only the start eval
+
+
+def test_eval_cache_key_covers_every_weight_and_unreadable_entries_are_recomputed(
+    tmp_path, monkeypatch
+):
+    import torch
+
+    from seed_gym.trainer import eval_cache
+    from seed_gym.trainer.models import load_policy
+
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
+    cfg, model = _cfg(tmp_path, "k"), load_policy("tiny", seed=0).model
+    key = eval_cache.eval_key(cfg, model, "seen")
+    assert key == eval_cache.eval_key(cfg, model, "seen")
+    assert key != eval_cache.eval_key(cfg, model, "unseen")
+    assert key != eval_cache.eval_key(_cfg(tmp_path, "k", eval_tasks=3), model, "seen")
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1e-3
+    assert key != eval_cache.eval_key(cfg, model, "seen")
+    path = eval_cache.store_eval(key, eval_cache.CachedEval({"eval/seen/success": 0.5}, []))
+    assert eval_cache.load_eval(key).metrics == {"eval/seen/success": 0.5}
+    path.write_text('{"metrics": ')  # cut by a kill or a full disk
+    assert eval_cache.load_eval(key) is None
+
+
 def test_task_stream_is_a_function_of_position():
     ids = [f"t{i}" for i in range(5)]
     stream = task_batch(ids, 0, 0, 12)
@@ -254,10 +295,10 @@ def test_a_kill_during_eval_loses_no_iteration_and_resume_is_exact(tmp_path, mon
     real_eval = train_module.evaluate
 
     def eval_killed_at(iteration_to_kill):
-        def fake(cfg, engine, split, iteration, run_dir=None):
+        def fake(cfg, engine, split, iteration):
             if iteration == iteration_to_kill:
                 raise Killed
-            return real_eval(cfg, engine, split, iteration, run_dir)
+            return real_eval(cfg, engine, split, iteration)
 
         return fake
 

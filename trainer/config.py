@@ -250,6 +250,10 @@ class TrainConfig:
     """splits to evaluate on"""
     eval_max_new_tokens: int | None = None
     """completion budget at eval; None: max_new_tokens"""
+    eval_cache: bool = False
+    """reuse the start eval (iteration 0) of weights already evaluated with the same settings,
+    seed, thread count and library versions (``$SEED_GYM_CACHE/evals``, ``trainer/eval_cache.py``):
+    runs of several algorithms from one starting model evaluate it once"""
     save_every: int = 1
     """write the checkpoint every N iterations (and after the last)"""
     save_hf: bool = True

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from seed_gym.policies import _EpisodeStreams
 from seed_gym.trainer.engines import HFEngine
-from seed_gym.trainer.models import load_policy, model_dir, smollm2_dir
+from seed_gym.trainer.models import load_policy, model_dir, smollm2_dir, state_dict_sha256
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
@@ -32,19 +32,6 @@ def weights_sha256(folder: str | Path) -> str:
     h = hashlib.sha256()
     for p in files:
         h.update(f"{p.relative_to(folder).as_posix()}\0{file_sha256(p)}\n".encode())
-    return h.hexdigest()
-
-
-def state_dict_sha256(model) -> str:
-    """sha256 over a model's tensors (name, dtype, shape, bytes) in name order: the hash of weights
-    that live only in memory (the seeded tiny model)."""
-    import torch
-
-    h = hashlib.sha256()
-    for name, t in sorted(model.state_dict().items()):
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\n".encode())
-        h.update(t.view(-1).view(dtype=torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 

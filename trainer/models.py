@@ -17,6 +17,7 @@ fp32 by default.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -469,3 +470,16 @@ def save_policy(
         state_dict = {k: v for k, v in state_dict.items() if k not in tied_names(policy.model)}
     policy.model.save_pretrained(path, state_dict=state_dict)
     (policy.processor or policy.tokenizer).save_pretrained(path)
+
+
+def state_dict_sha256(model) -> str:
+    """sha256 over a model's tensors (name, dtype, shape, bytes) in name order: the hash of weights
+    that live only in memory (the seeded tiny model)."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\n".encode())
+        h.update(t.view(-1).view(dtype=torch.uint8).numpy().tobytes())
+    return h.hexdigest()

@@ -43,6 +43,7 @@ from seed_gym.seeding import derive_seed
 from seed_gym.trainer.advantages import grpo_advantages
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import TrainConfig, parse_args
+from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
 from seed_gym.trainer.logprobs import response_logprobs
 from seed_gym.trainer.models import autocast
 from seed_gym.trainer.plan import dry_run
@@ -74,12 +75,12 @@ def task_batch(task_ids: Sequence[str], seed: int, position: int, n: int) -> lis
 
 
 def evaluate(
-    cfg: TrainConfig, engine, split: str, iteration: int, run_dir: Path | None = None
-) -> dict[str, float]:
+    cfg: TrainConfig, engine, split: str, iteration: int
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """``eval_samples`` episodes on each task of a fixed seeded subset of ``split``, greedy unless
     ``eval_temperature`` > 0. Env and sampling seeds are the same at every eval, so successive evals
-    differ only by the policy. With ``run_dir`` each episode's outcome goes to
-    ``run_dir/evals/iter_{iteration:04d}-{split}.jsonl`` (for paired comparisons across evals)."""
+    differ only by the policy. Returns the metrics and one row per episode (its outcome, for
+    paired comparisons across evals)."""
     tasks = list(
         split_manifest(cfg.env, split, **cfg.env_kwargs).iterate(
             limit=cfg.eval_tasks, seed=cfg.seed
@@ -101,14 +102,12 @@ def evaluate(
         )
     finally:
         pool.close()
-    if run_dir is not None:
-        rows = [
-            {"task_id": t.task_id, "task_type": t.task_type, "sample": i % cfg.eval_samples,
-             "won": t.won, "return": t.episode_return, "steps": len(t.steps)}
-            for i, t in enumerate(trajs)
-        ]  # fmt: skip
-        write_jsonl(rows, run_dir / "evals" / f"iter_{iteration:04d}-{split}.jsonl")
-    return rollout_metrics(trajs, prefix=f"eval/{split}/")
+    rows = [
+        {"task_id": t.task_id, "task_type": t.task_type, "sample": i % cfg.eval_samples,
+         "won": t.won, "return": t.episode_return, "steps": len(t.steps)}
+        for i, t in enumerate(trajs)
+    ]  # fmt: skip
+    return rollout_metrics(trajs, prefix=f"eval/{split}/"), rows
 
 
 def _env_args(cfg: TrainConfig) -> dict[str, Any]:
@@ -117,10 +116,23 @@ def _env_args(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def run_eval(run: Run, iteration: int) -> dict[str, float]:
-    t0 = time.perf_counter()
+    """Every eval split; each episode's outcome goes to ``RUN_DIR/evals/iter_NNNN-SPLIT.jsonl``.
+    With ``--eval-cache`` the start eval (iteration 0) of weights that were already evaluated
+    under the same settings is read back instead (``eval_cache.py``)."""
+    cfg, t0 = run.cfg, time.perf_counter()
     metrics: dict[str, float] = {}
-    for split in run.cfg.eval_splits:
-        metrics.update(evaluate(run.cfg, run.engine, split, iteration, run.run_dir))
+    for split in cfg.eval_splits:
+        key = eval_key(cfg, run.policy.model, split) if cfg.eval_cache and iteration == 0 else None
+        cached = load_eval(key) if key else None
+        if cached is not None:
+            split_metrics, rows = cached.metrics, cached.rows
+            metrics[f"eval/{split}/cached"] = 1.0
+        else:
+            split_metrics, rows = evaluate(cfg, run.engine, split, iteration)
+            if key:
+                store_eval(key, CachedEval(split_metrics, rows))
+        metrics.update(split_metrics)
+        write_jsonl(rows, run.run_dir / "evals" / f"iter_{iteration:04d}-{split}.jsonl")
     metrics["time/eval"] = time.perf_counter() - t0
     return metrics
 
