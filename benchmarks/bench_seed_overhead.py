@@ -54,7 +54,7 @@ def run(algo: str, args: argparse.Namespace, out: Path) -> list[dict]:
             base[key] = getattr(args, key)
     if args.analyzer_max_new_tokens is not None:
         base["analyzer_max_new_tokens"] = args.analyzer_max_new_tokens
-    train(TrainConfig(**base))
+    train(TrainConfig.from_dict(base))
     lines = (out / algo / "metrics.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
 

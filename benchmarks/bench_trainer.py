@@ -101,14 +101,14 @@ def bench_iteration(env: str) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as d:
         cfg = smollm2_cpu()
-        cfg.env, cfg.out, cfg.iterations, cfg.progress, cfg.save_hf = (
+        cfg.env, cfg.out, cfg.iterations, cfg.system.progress, cfg.system.save_hf = (
             env,
             str(Path(d) / "r"),
             1,
             False,
             False,
         )
-        cfg.eval_tasks = 1
+        cfg.eval.tasks = 1
         m = train(cfg)
     return {
         k: v for k, v in m.items() if k.startswith(("time", "train/response_tokens", "rollout/"))

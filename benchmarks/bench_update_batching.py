@@ -19,7 +19,6 @@ every variant (the loss's denominators are the mini-batch's), so the differences
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 
@@ -48,36 +47,39 @@ def main() -> None:
     from seed_gym.wrappers.pool import make_group_pool
 
     torch.set_num_threads(a.threads)
-    cfg = dataclasses.replace(PRESETS[a.preset](), progress=False)
-    source = str(warmup_for_config(cfg)) if cfg.format_warmup_episodes else cfg.model
+    cfg = PRESETS[a.preset]().replace(progress=False)
+    source = str(warmup_for_config(cfg)) if cfg.warmup.episodes else cfg.model
     policy = load_policy(source, seed=0)
     engine = HFEngine(
-        policy.model, policy.tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16
+        policy.model, policy.tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16
     )
-    tasks = task_ids(cfg.env, "train")[: cfg.tasks_per_iter]
-    pool = make_group_pool(cfg.env, tasks, cfg.group_size, split="train", modality=cfg.modality)
+    tasks = task_ids(cfg.env, "train")[: cfg.rollout.tasks_per_iter]
+    pool = make_group_pool(
+        cfg.env, tasks, cfg.rollout.group_size, split="train", modality=cfg.modality
+    )
+    rollout = cfg.rollout
+    sampling = SamplingParams(rollout.max_new_tokens, rollout.temperature, 1.0)
     try:
         trajs = collect(pool, engine, tasks, [derive_seed(0, 1, b) for b in range(len(tasks))],
-                        sampling=SamplingParams(cfg.max_new_tokens, cfg.temperature, 1.0), seed=0,
-                        max_turns=cfg.max_turns)  # fmt: skip
+                        sampling=sampling, seed=0, max_turns=rollout.max_turns)  # fmt: skip
     finally:
         pool.close()
-    adv = grpo_advantages(trajs, mode=cfg.advantage, std_normalize=cfg.std_normalize)
+    adv = grpo_advantages(trajs, mode=cfg.optim.advantage, std_normalize=cfg.optim.std_normalize)
     samples = [
         Sample(step, x, step.old_logprobs)
         for t, xs in zip(trajs, adv, strict=True)
         for step, x in zip(t.steps, xs, strict=True)
         if step.response_ids
     ]
-    mb = np.random.default_rng(0).permutation(len(samples))[: cfg.mini_batch_size].tolist()
+    mb = np.random.default_rng(0).permutation(len(samples))[: cfg.optim.mini_batch_size].tolist()
     by_length = sorted(
         mb, key=lambda i: len(samples[i].step.prompt_ids + samples[i].step.response_ids)
     )
     by_prompt = prompt_order(mb, [s.step.prompt_ids for s in samples])
     # variant name -> (order, micro-batch size); the first is the baseline
     variants = {
-        f"length/{cfg.micro_batch}": (by_length, cfg.micro_batch),
-        f"prompt/{cfg.micro_batch}": (by_prompt, cfg.micro_batch),
+        f"length/{cfg.optim.micro_batch}": (by_length, cfg.optim.micro_batch),
+        f"prompt/{cfg.optim.micro_batch}": (by_prompt, cfg.optim.micro_batch),
     }
     for size in filter(None, a.micro_batches.split(",")):
         variants[f"prompt/{int(size)}"] = (by_prompt, int(size))

@@ -43,7 +43,7 @@ from seed_gym.stats import bootstrap_ci, paired_difference
 CONFIGS: dict[str, dict[str, Any]] = {
     # The measured CPU learning curve (README): the smollm2-cpu preset as it is (SmolLM2-135M,
     # format warm-up with analyzer rows, EZPoints text, 3 iterations of 4 tasks x 8, sampled eval
-    # of 12 tasks x 4 on seen and unseen at the start and the end), 3 seeds, 2 runs side by side
+    # of 12 tasks x 3 on seen and unseen at the start and the end), 3 seeds, 2 runs side by side
     # with one torch thread each; the shared warm-up is built first with both cores.
     "cpu": {
         "preset": "smollm2-cpu",
@@ -128,7 +128,7 @@ def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str], thre
     start side by side (every run loads it from the cache; two runs building it at once would
     only waste the time)."""
     cfg = run_config(config, algo, seed, extra)
-    if cfg.format_warmup_episodes > 0:
+    if cfg.warmup.episodes > 0:
         import torch
 
         from seed_gym.trainer.warmup import warmup_for_config

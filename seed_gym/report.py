@@ -427,12 +427,14 @@ def runs_table(runs: list[Run]) -> str:
     rows = []
     for r in train:
         c = r.config
+        rollout = c.get("rollout") or c  # config.json in groups, or flat (before 0.3)
         last = r.metrics[-1]["iteration"] if r.metrics else 0
         steps = env_steps(r.metrics)[-1] if r.metrics else 0
         rows.append(
             f"<tr class='run-row'><td>{e(r.label)}</td><td>{e(r.env)}</td><td>{e(r.method)}</td>"
             f"<td>{r.seed}</td><td>{e(str(c.get('model', '?')))}</td><td>{last}</td>"
-            f"<td>{steps:,.0f}</td><td>{c.get('tasks_per_iter', '?')} x {c.get('group_size', '?')}</td></tr>"
+            f"<td>{steps:,.0f}</td><td>{rollout.get('tasks_per_iter', '?')} x "
+            f"{rollout.get('group_size', '?')}</td></tr>"
         )
     return (
         "<h3>Training runs</h3><table class='details'><thead><tr><th>folder</th><th>env</th>"

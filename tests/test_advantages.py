@@ -3,6 +3,8 @@ optimizer steps by mini-batch size: hand-worked numbers."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from seed_gym.trainer.advantages import grpo_advantages
@@ -71,15 +73,16 @@ def test_groups_are_normalised_separately_and_mean_only_option():
      (24, 4, None, 6), (24, 256, 3, 3)],
 )  # fmt: skip
 def test_optimizer_steps_by_mini_batch_size(n, size, legacy, steps):
-    cfg = TrainConfig(mini_batch_size=size, mini_batches=legacy)
+    cfg = TrainConfig().replace(mini_batch_size=size, mini_batches=legacy)
     assert n_mini_batches(n, cfg) == steps
 
 
-def test_configs_saved_before_step_advantages_keep_their_semantics():
-    old = TrainConfig().to_dict()
+def test_configs_saved_before_step_advantages_keep_their_semantics(tmp_path):
+    old = TrainConfig().flags()  # the flat config.json of seed-gym <= 0.2
     del old["advantage"], old["mini_batch_size"], old["analyzer_structured"]
     old["mini_batches"] = 1
-    cfg = TrainConfig.from_dict(old)
-    assert cfg.advantage == "trajectory" and cfg.mini_batches == 1
-    assert TrainConfig.from_dict(TrainConfig().to_dict()).advantage == "step"
-    assert TrainConfig.from_dict(old).analyzer_structured is False
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    cfg = TrainConfig.load(tmp_path / "config.json")
+    assert cfg.optim.advantage == "trajectory" and cfg.optim.mini_batches == 1
+    assert TrainConfig.from_dict(TrainConfig().to_dict()).optim.advantage == "step"
+    assert cfg.opd.analyzer_structured is False

@@ -79,7 +79,7 @@ WORKER = textwrap.dedent(
         return step(self, *args, **kwargs)
 
     torch.optim.AdamW.step = keep
-    cfg = TrainConfig(**json.loads(open(sys.argv[1]).read()))
+    cfg = TrainConfig.from_dict(json.loads(open(sys.argv[1]).read()))
     train(cfg)
     rank = os.environ.get("RANK", "0")
     local = lambda t: t.to_local() if hasattr(t, "to_local") else t  # an FSDP shard
@@ -117,7 +117,7 @@ def _config(tmp_path, name: str, **kw) -> TrainConfig:
         eval_tasks=1,
     )
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 def _launch(tmp_path, cfg: TrainConfig, nproc: int) -> str:
@@ -306,4 +306,4 @@ def test_world_size_without_torchrun_is_a_clear_error(monkeypatch):
 
 def test_config_rejects_unknown_rollout_mode():
     with pytest.raises(ValueError, match="dist_rollout"):
-        TrainConfig(dist_rollout="everyone")
+        TrainConfig().replace(dist_rollout="everyone")

@@ -89,7 +89,7 @@ def _cfg(tmp_path, name: str, **overrides) -> TrainConfig:
         progress=False,
     )
     base.update(overrides)
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 def _success(run_dir) -> tuple[float, float]:

@@ -56,10 +56,24 @@ def test_sharding_divides_the_training_state():
 def test_the_paper_presets():
     for env in ("alfworld", "webshop", "search", "sokoban", "ezpoints"):
         cfg = PRESETS[f"paper-{env}"]()
-        assert (cfg.group_size, cfg.tasks_per_iter, cfg.lr, cfg.kl_coef) == (8, 16, 1e-6, 0.01)
-        assert (cfg.ent_coef, cfg.opd_coef, cfg.opd_beta, cfg.engine) == (0.001, 0.01, 5.0, "vllm")
-        assert cfg.fsdp and cfg.max_new_tokens == 512 and cfg.algo == "seed"
-        assert (cfg.sft_tasks_per_type, cfg.sft_rollouts, cfg.sft_temperature) == (30, 8, 0.4)
+        assert (
+            cfg.rollout.group_size,
+            cfg.rollout.tasks_per_iter,
+            cfg.optim.lr,
+            cfg.optim.kl_coef,
+        ) == (8, 16, 1e-6, 0.01)
+        assert (cfg.optim.ent_coef, cfg.opd.coef, cfg.opd.beta, cfg.system.engine) == (
+            0.001,
+            0.01,
+            5.0,
+            "vllm",
+        )
+        assert cfg.system.fsdp and cfg.rollout.max_new_tokens == 512 and cfg.algo == "seed"
+        assert (cfg.stage1.tasks_per_type, cfg.stage1.rollouts, cfg.stage1.temperature) == (
+            30,
+            8,
+            0.4,
+        )
         assert ("VL" in cfg.model) == (env in ("sokoban", "ezpoints"))
 
 

@@ -43,7 +43,7 @@ def _cfg(tmp_path, name, **kw) -> TrainConfig:
         eval_splits=("seen",),
     )
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 @pytest.fixture
@@ -76,8 +76,8 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path):
     assert stage1["annotator"] == "privileged" and stage1["metrics"]["stage1/trajectories"] == 2
     assert (out / "stage1" / "stage1_dataset.jsonl").exists()
     assert (out / "stage1" / "model" / "config.json").exists()
-    saved = json.loads((out / "config.json").read_text())
-    assert saved["sft_model"] == str(out / "stage1" / "model")  # resume will not redo Stage 1
+    saved = TrainConfig.load(out / "config.json")
+    assert saved.stage1.model == str(out / "stage1" / "model")  # resume will not redo Stage 1
     lines = run_metrics(out)
     assert [m["iteration"] for m in lines] == [1, 2]
     for m in lines:
@@ -204,7 +204,7 @@ def test_seed_resume_is_exact(tmp_path, canned_analyzer):
     train(full)
     part = _cfg(tmp_path, "part", algo="seed", no_sft=True, iterations=1, opd_coef=1.0)
     train(part)
-    resumed = TrainConfig(**{**part.to_dict(), "iterations": 3, "resume": True})
+    resumed = part.replace(iterations=3, resume=True)
     train(resumed)
     a, b = checkpoint_params(tmp_path / "full"), checkpoint_params(tmp_path / "part")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -218,7 +218,7 @@ def test_skill_grpo_resume_keeps_actor_skills(tmp_path, canned_analyzer):
     train(full)
     part = _cfg(tmp_path, "part", algo="skill-grpo", no_sft=True, iterations=1)
     train(part)
-    train(TrainConfig(**{**part.to_dict(), "iterations": 2, "resume": True}))
+    train(part.replace(iterations=2, resume=True))
     from seed_gym.trajlog import iteration_path, read_jsonl
 
     got = [t["skill"] for t in read_jsonl(iteration_path(tmp_path / "part", 2))]
@@ -285,13 +285,13 @@ def test_sft_cli_writes_dataset_meta_and_model(tmp_path):
 def test_config_invariants_for_seed_flags():
     assert {"seed", "skill-grpo", "static-skills", "opsd"} <= set(ALGOS)
     with pytest.raises(ValueError, match="need a teacher"):
-        TrainConfig(algo="grpo", positive_only=True)
+        TrainConfig().replace(algo="grpo", positive_only=True)
     with pytest.raises(ValueError, match="teacher_advantage replaces"):
-        TrainConfig(algo="seed", positive_only=True, teacher_advantage=True)
+        TrainConfig().replace(algo="seed", positive_only=True, teacher_advantage=True)
     with pytest.raises(ValueError, match="opd_beta"):
-        TrainConfig(algo="seed", opd_beta=0.0)
+        TrainConfig().replace(algo="seed", opd_beta=0.0)
     with pytest.raises(ValueError, match="sft_annotator"):
-        TrainConfig(algo="seed", sft_annotator="gpt")
+        TrainConfig().replace(algo="seed", sft_annotator="gpt")
     cfg = TrainConfig(algo="seed")
-    assert cfg.opd_coef == 0.01 and cfg.opd_beta == 5.0 and cfg.sft_temperature == 0.4
-    assert cfg.sft_epochs == 3 and cfg.sft_lr == 5e-6 and cfg.sft_rollouts == 8
+    assert cfg.opd.coef == 0.01 and cfg.opd.beta == 5.0 and cfg.stage1.temperature == 0.4
+    assert cfg.stage1.epochs == 3 and cfg.stage1.lr == 5e-6 and cfg.stage1.rollouts == 8

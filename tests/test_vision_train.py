@@ -53,7 +53,7 @@ def _cfg(tmp_path, name: str, **kw) -> TrainConfig:
         eval_tasks=1,
     )
     base.update(kw)
-    return TrainConfig(**base)
+    return TrainConfig.from_dict(base)
 
 
 def test_prompt_has_one_block_of_image_tokens_per_picture(policy):

@@ -179,25 +179,30 @@ def test_train_starts_from_the_warmed_model(tmp_path, monkeypatch):
     the warmed folder's weights, not the seeded tiny model's."""
     import torch
 
-    from seed_gym.trainer.config import tiny
+    from seed_gym.trainer.config import TrainConfig, tiny
     from seed_gym.trainer.models import load_policy
     from seed_gym.trainer.train import train
     from seed_gym.trainer.warmup import warmup_dir
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
     cfg = tiny()
-    cfg.env, cfg.out, cfg.iterations, cfg.lr = "seed_gym/Sokoban-v0", str(tmp_path / "run"), 1, 0.0
-    cfg.format_warmup_episodes, cfg.format_warmup_lr = 2, 1e-3
-    cfg.eval_splits, cfg.progress, cfg.tensorboard = ("seen",), False, False
+    cfg.env, cfg.out, cfg.iterations, cfg.optim.lr = (
+        "seed_gym/Sokoban-v0",
+        str(tmp_path / "run"),
+        1,
+        0.0,
+    )
+    cfg.warmup.episodes, cfg.warmup.lr = 2, 1e-3
+    cfg.eval.splits, cfg.system.progress, cfg.system.tensorboard = ("seen",), False, False
     train(cfg)
     warm = warmup_dir(
         cfg.env,
         "tiny",
-        WarmupSettings(episodes=2, epochs=cfg.format_warmup_epochs, lr=1e-3, bf16=cfg.bf16),
+        WarmupSettings(episodes=2, epochs=cfg.warmup.epochs, lr=1e-3, bf16=cfg.bf16),
     )
     assert (warm / "warmup.json").exists()
-    saved = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert saved["model"] == "tiny" and saved["format_warmup_episodes"] == 2
+    saved = TrainConfig.load(tmp_path / "run" / "config.json")
+    assert saved.model == "tiny" and saved.warmup.episodes == 2
     final = load_policy(str(tmp_path / "run" / "model")).model.state_dict()
     warmed = load_policy(str(warm)).model.state_dict()
     base = load_policy("tiny", seed=cfg.seed).model.state_dict()

@@ -1,4 +1,4 @@
-"""GRPO advantages of an iteration's trajectories: one value per step (``TrainConfig.advantage``).
+"""GRPO advantages of an iteration's trajectories: one value per step (``--advantage``).
 
 ``step`` (the reference's default, verl-agent's ``compute_mean_std_cross_steps=True``): each
 step-sample scores its episode's env return minus the format penalty of *that* step; mean and std

@@ -83,12 +83,12 @@ class _SelfAnalysis(Algorithm):
         from seed_gym.trainer.analyzer import analyzer_generate_fn, analyzer_kwargs
 
         self._generate = analyzer_generate_fn(self.cfg, engine)
-        self._kwargs = analyzer_kwargs(self.cfg, tokenizer)
+        self._kwargs = analyzer_kwargs(self.cfg.opd.analyzer_budget, tokenizer)
 
     def skills(self, trajs, stats, failures):
         from seed_gym.trainer.analyzer import analyze
 
-        retry = self.cfg.analyzer_retry
+        retry = self.cfg.opd.analyzer_retry
         return analyze(
             trajs, self._generate, retry=retry, stats=stats, failures=failures, **self._kwargs
         )
@@ -143,7 +143,7 @@ class StaticSkills(Algorithm):
     def bind(self, engine, tokenizer):
         from seed_gym.trainer.annotators import StaticSkillAnnotator
 
-        path = self.cfg.skill_bank
+        path = self.cfg.opd.skill_bank
         bank = StaticSkillAnnotator.from_json(path) if path else None
         self.bank = bank or StaticSkillAnnotator(DEFAULT_SKILL_BANK)
 

@@ -402,11 +402,12 @@ def structured_generate_fn(
     return generate
 
 
-def analyzer_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
-    """Truncation settings of the analyzer prompt, shared by Stage 1 rows and Stage 2 analyses
-    (the SFT rows must look exactly like what the policy reads later)."""
+def analyzer_kwargs(budget: int | None, tokenizer: Any) -> dict[str, Any]:
+    """Truncation settings of the analyzer prompt (``budget`` tokens: ``--analyzer-budget``),
+    shared by Stage 1 rows, the warm-up's analyzer rows and Stage 2 analyses (the SFT rows must
+    look exactly like what the policy reads later)."""
     return {
-        "max_prompt_tokens": cfg.analyzer_budget,
+        "max_prompt_tokens": budget,
         "count_tokens": lambda s: len(tokenizer(s, add_special_tokens=False)["input_ids"]),
     }
 
@@ -414,12 +415,12 @@ def analyzer_kwargs(cfg: Any, tokenizer: Any) -> dict[str, Any]:
 def analyzer_generate_fn(cfg: Any, engine: Any) -> Callable[[list], list[str]]:
     """The analyzer's ``generate_fn`` in training: the current policy, greedy, batched through
     the rollout engine; under the answer's JSON schema unless ``--no-analyzer-structured``."""
-    if cfg.analyzer_structured:
-        return structured_generate_fn(engine, max_new_tokens=cfg.analyzer_max_new_tokens)
+    if cfg.opd.analyzer_structured:
+        return structured_generate_fn(engine, max_new_tokens=cfg.opd.analyzer_max_new_tokens)
 
     def generate(chats: list[list[dict[str, str]]]) -> list[str]:
         gens = engine.generate(
-            chats, max_new_tokens=cfg.analyzer_max_new_tokens, temperature=0.0, seed=0
+            chats, max_new_tokens=cfg.opd.analyzer_max_new_tokens, temperature=0.0, seed=0
         )
         return [g.text for g in gens]
 

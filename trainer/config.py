@@ -1,13 +1,19 @@
-"""Training configuration: one flat dataclass with per-field help, presets, and the CLI.
+"""Training configuration: ``TrainConfig`` in groups (rollout, optim, opd, stage1, warmup, eval,
+system), per-field help, presets, and the CLI.
 
 ``seed-gym train --env ID --algo grpo --preset NAME --out RUN_DIR [--resume] [--field value ...]``
 
+The flags are flat (``--lr``, ``--eval-tasks``, ``--sft-epochs``): a field's flag is its name, or
+the name given by ``flag(...)`` where the group already says it (``cfg.eval.tasks`` is
+``--eval-tasks``). ``FLAGS`` maps every flag to its field; ``TrainConfig.replace`` and
+``TrainConfig.from_dict`` take flag names, so a config is built or changed in the CLI's words.
+
 A preset is a function returning a ``TrainConfig``; command-line flags override its fields. With
 ``--resume`` the run's saved ``config.json`` is the starting point instead (a preset is ignored),
-so ``--resume --iterations 20`` continues the same run for longer.
+so ``--resume --iterations 20`` continues the same run for longer. A ``config.json`` written
+before the groups (seed-gym <= 0.3: one flat object) still loads.
 
-New algorithms are a class in ``algorithms.py`` (named there) and add their fields in their own
-section here.
+New algorithms are a class in ``algorithms.py`` (named there) and add their fields to a group here.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import argparse
 import dataclasses
 import functools
 import json
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,72 +39,26 @@ ALGOS: dict[str, str] = {name: cls.description for name, cls in ALGORITHMS.items
 ENGINES = ("hf", "vllm")
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
-# fields a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
+# flags a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
 # (a resumed old run goes on exactly as it started)
 LEGACY_DEFAULTS = {"advantage": "trajectory", "analyzer_structured": False}
 
 
+def flag(name: str) -> Any:
+    """The command-line name of a group field whose group already says what it is about."""
+    return tyro.conf.arg(name=name)
+
+
+def _at_least_one(obj: Any, *names: str) -> None:
+    for name in names:
+        if getattr(obj, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(obj, name)}")
+
+
 @dataclass
-class TrainConfig:
-    # --- run ----------------------------------------------------------------------------------
-    env: str = "seed_gym/Sokoban-v0"
-    """env id (``seed-gym list``)"""
-    imports: Annotated[tuple[str, ...], tyro.conf.arg(name="import", aliases=("--imports",))] = ()
-    """modules or .py files that register extra envs (``--import docs/examples/guess_number.py``,
-    as in eval and play; ``--imports`` is the old spelling)"""
-    env_kwarg: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
-    """env constructor argument KEY=VALUE, repeatable; VALUE is JSON when it parses, else a
-    string (``--env-kwarg data_dir=/data/webshop``); kept in config.json for --resume"""
-    algo: str = "grpo"
-    """algorithm: one of ALGOS (grpo, prompt, ...)"""
-    out: str = "runs/default"
-    """run directory: config, metrics, TensorBoard events, checkpoints all go here"""
-    resume: bool = False
-    """continue the run in ``out`` from its last checkpoint (its saved config is the base)"""
-    preset: str | None = None
-    """the preset this config started from (informational)"""
-    seed: int = 0
-    """seeds task order, env seeds, sampling and the tiny model's weights"""
-    iterations: int = 2
-    """training iterations (rollout -> update)"""
-    threads: int | None = None
-    """torch intra-op threads (1 is fastest for tiny models on a busy machine); None: torch default"""
-    progress: bool = True
-    """tqdm progress bars"""
+class RolloutConfig:
+    """Training rollouts: B tasks x G episodes per iteration, sampled by the engine."""
 
-    # --- model --------------------------------------------------------------------------------
-    model: str = "tiny"
-    """``tiny`` (random tiny Llama), ``smollm2`` (embedded SmolLM2-135M-Instruct) or a local HF folder"""
-    bf16: bool = False
-    """bf16 autocast for sampling and training (weights stay fp32)"""
-    lora_r: int = 0
-    """LoRA rank; 0 trains every weight"""
-    lora_alpha: int = 16
-    """LoRA alpha (scale = alpha / r)"""
-    format_warmup_episodes: int = 0
-    """format warm-up (not in SEED.md; for small models that never write the agent format):
-    behaviour-clone N oracle train episodes first (trainer/warmup.py; cached); 0: off"""
-    format_warmup_epochs: int = 1
-    """format warm-up: passes over the demonstrations"""
-    format_warmup_lr: float = 1e-4
-    """format warm-up: AdamW learning rate"""
-    format_warmup_noise: float = 0.3
-    """format warm-up: share of demonstration steps that take a random admissible action instead
-    of the oracle's (a noisy expert leaves RL room to improve)"""
-    format_warmup_analyzer_episodes: int = 0
-    """format warm-up: also clone the analyzer's JSON answer on N demonstration episodes (half
-    noisy-oracle, half random), labelled by the privileged annotator, so a small model can write
-    parseable skills at all (not in SEED.md; see docs/training.md); 0: off"""
-
-    # --- env ----------------------------------------------------------------------------------
-    modality: str | None = None
-    """observation modality (text, image, text+image); None: the env's default"""
-    history: int | None = None
-    """past turns shown in the prompt; None: the env's agent-spec default"""
-    backend: str = "local"
-    """env pool backend: local, subprocess or ray"""
-
-    # --- rollout ------------------------------------------------------------------------------
     tasks_per_iter: int = 2
     """B: distinct training tasks per iteration"""
     group_size: int = 4
@@ -113,7 +74,20 @@ class TrainConfig:
     gen_batch: int = 64
     """prompts per generation forward pass"""
 
-    # --- GRPO ---------------------------------------------------------------------------------
+    def __post_init__(self):
+        _at_least_one(self, "tasks_per_iter", "group_size", "max_new_tokens", "gen_batch")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1 or None, got {self.max_turns}")
+
+
+@dataclass
+class OptimConfig:
+    """The GRPO update: advantages, the PPO-clip loss and its regularisers, AdamW, batching."""
+
     lr: float = 1e-5
     """AdamW learning rate"""
     weight_decay: float = 0.01
@@ -154,10 +128,29 @@ class TrainConfig:
     recompute_old_logprobs: bool = False
     """score old logprobs with the trainer before the update instead of using the engine's"""
 
-    # --- SEED (Stage 2): analyze -> skills -> rescore -> gated OPD ---------------------------
-    opd_coef: float = 0.01
+    def __post_init__(self):
+        _at_least_one(self, "ppo_epochs", "mini_batch_size", "micro_batch")
+        if self.mini_batches is not None and self.mini_batches < 1:
+            raise ValueError(f"mini_batches must be >= 1 or None, got {self.mini_batches}")
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
+        if not (0.0 <= self.clip_low < 1.0 and self.clip_high >= 0.0):
+            raise ValueError("need 0 <= clip_low < 1 and clip_high >= 0")
+        if self.dual_clip is not None and self.dual_clip <= 1.0:
+            raise ValueError(f"dual_clip must be > 1 (or None), got {self.dual_clip}")
+        if self.kl_coef < 0 or self.ent_coef < 0 or self.lr < 0:
+            raise ValueError("kl_coef, ent_coef and lr must be >= 0")
+        self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists
+
+
+@dataclass
+class OPDConfig:
+    """SEED Stage 2 (and the baselines built from its parts): the analyzer, the skills, and the
+    gated OPD loss or the teacher-advantage (OPID) term."""
+
+    coef: Annotated[float, flag("opd_coef")] = 0.01
     """lambda: weight of the gated OPD loss next to the GRPO loss (seed, static-skills, opsd)"""
-    opd_beta: float = 5.0
+    beta: Annotated[float, flag("opd_beta")] = 5.0
     """beta: gate = sigmoid(beta * (teacher_lp - lp))"""
     positive_only: bool = False
     """OPD loss only on tokens where the skill context raises the token (gap > 0)"""
@@ -180,34 +173,134 @@ class TrainConfig:
     """retry a failed analysis once, quoting the parse error"""
     skill_bank: str | None = None
     """static-skills: JSON file {task_type: skill, "*": fallback}; None: a generic built-in bank"""
-    save_trajectories: bool = True
-    """write RUN_DIR/trajectories/iter_*.jsonl (with skills and teacher logprobs) for the report"""
 
-    # --- SEED Stage 1: analyzer SFT before RL (seed, skill-grpo) -----------------------------
-    no_sft: bool = False
+    def __post_init__(self):
+        _at_least_one(self, "analyzer_max_new_tokens", "analyzer_budget")
+        if self.coef < 0 or self.beta <= 0:
+            raise ValueError("need opd_coef >= 0 and opd_beta > 0")
+        if self.positive_only and self.teacher_advantage:
+            raise ValueError("positive_only shapes the OPD loss, which teacher_advantage replaces")
+        if self.teacher_advantage_clip is not None and self.teacher_advantage_clip <= 0:
+            raise ValueError("teacher_advantage_clip must be > 0 (or None)")
+
+
+@dataclass
+class Stage1Config:
+    """SEED Stage 1, the analyzer SFT before RL (seed, skill-grpo; ``trainer/sft.py``)."""
+
+    skip: Annotated[bool, flag("no_sft")] = False
     """skip Stage 1 (the policy analyzes from the start without SFT)"""
-    sft_model: str | None = None
+    model: Annotated[str | None, flag("sft_model")] = None
     """start Stage 2 from this Stage 1 model folder (skips Stage 1); set by the run itself"""
-    sft_annotator: str = "privileged"
+    annotator: Annotated[str, flag("sft_annotator")] = "privileged"
     """Stage 1 annotator: privileged (offline, env solver/gold info) or openai:URL"""
-    sft_annotator_model: str = "default"
+    annotator_model: Annotated[str, flag("sft_annotator_model")] = "default"
     """model name sent to an openai:URL annotator"""
-    sft_tasks_per_type: int = 30
+    tasks_per_type: Annotated[int, flag("sft_tasks_per_type")] = 30
     """Stage 1 base rollouts: training tasks per task type"""
-    sft_rollouts: int = 8
+    rollouts: Annotated[int, flag("sft_rollouts")] = 8
     """Stage 1 base rollouts per task (also the no-skill baseline of the acceptance rule)"""
-    sft_temperature: float = 0.4
+    temperature: Annotated[float, flag("sft_temperature")] = 0.4
     """Stage 1 sampling temperature (base rollouts and with-skill reruns)"""
-    sft_reruns: int = 8
+    reruns: Annotated[int, flag("sft_reruns")] = 8
     """with-skill reruns per candidate skill (accept: +1 success and +0.125 success rate)"""
-    sft_epochs: int = 3
+    epochs: Annotated[int, flag("sft_epochs")] = 3
     """Stage 1 SFT epochs"""
-    sft_lr: float = 5e-6
+    lr: Annotated[float, flag("sft_lr")] = 5e-6
     """Stage 1 SFT learning rate"""
-    sft_batch: int = 4
+    batch: Annotated[int, flag("sft_batch")] = 4
     """Stage 1 SFT batch size"""
 
-    # --- devices and processes (torchrun) ----------------------------------------------------
+    def __post_init__(self):
+        _at_least_one(self, "tasks_per_type", "rollouts", "reruns", "batch")
+        if self.epochs < 0 or self.lr < 0 or self.temperature < 0:
+            raise ValueError("sft_epochs, sft_lr and sft_temperature must be >= 0")
+        if self.annotator != "privileged" and not self.annotator.startswith("openai:"):
+            raise ValueError(
+                f"sft_annotator must be 'privileged' or 'openai:URL', not {self.annotator!r}"
+            )
+
+
+@dataclass
+class WarmupConfig:
+    """The format warm-up: behaviour cloning of noisy-oracle episodes before RL (not in SEED.md;
+    ``trainer/warmup.py``, cached)."""
+
+    episodes: Annotated[int, flag("format_warmup_episodes")] = 0
+    """format warm-up (not in SEED.md; for small models that never write the agent format):
+    behaviour-clone N oracle train episodes first (trainer/warmup.py; cached); 0: off"""
+    epochs: Annotated[int, flag("format_warmup_epochs")] = 1
+    """format warm-up: passes over the demonstrations"""
+    lr: Annotated[float, flag("format_warmup_lr")] = 1e-4
+    """format warm-up: AdamW learning rate"""
+    noise: Annotated[float, flag("format_warmup_noise")] = 0.3
+    """format warm-up: share of demonstration steps that take a random admissible action instead
+    of the oracle's (a noisy expert leaves RL room to improve)"""
+    analyzer_episodes: Annotated[int, flag("format_warmup_analyzer_episodes")] = 0
+    """format warm-up: also clone the analyzer's JSON answer on N demonstration episodes (half
+    noisy-oracle, half random), labelled by the privileged annotator, so a small model can write
+    parseable skills at all (not in SEED.md; see docs/training.md); 0: off"""
+
+    def __post_init__(self):
+        if self.episodes < 0 or self.analyzer_episodes < 0:
+            raise ValueError(
+                "format_warmup_episodes and format_warmup_analyzer_episodes must be >= 0"
+            )
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation on the held-out splits during and after training."""
+
+    every: Annotated[int, flag("eval_every")] = 0
+    """evaluate every N iterations (and after the last); 0: only after the last"""
+    tasks: Annotated[int, flag("eval_tasks")] = 4
+    """tasks per eval split (a fixed seeded subset: the same tasks at every eval)"""
+    samples: Annotated[int, flag("eval_samples")] = 1
+    """episodes per eval task (success is their mean); more than 1 needs eval_temperature > 0"""
+    temperature: Annotated[float, flag("eval_temperature")] = 0.0
+    """sampling temperature at eval; 0: greedy. A small model's greedy policy can be stuck on one
+    answer while its sampled policy already wins sometimes: sampled eval with several samples per
+    task shows that (the learning benchmark uses it)"""
+    at_start: Annotated[bool, flag("eval_at_start")] = False
+    """also evaluate the starting policy (after the format warm-up and Stage 1) as iteration 0,
+    the first point of a learning curve"""
+    splits: Annotated[tuple[str, ...], flag("eval_splits")] = ("seen", "unseen")
+    """splits to evaluate on"""
+    max_new_tokens: Annotated[int | None, flag("eval_max_new_tokens")] = None
+    """completion budget at eval; None: max_new_tokens"""
+    cache: Annotated[bool, flag("eval_cache")] = False
+    """reuse the start eval (iteration 0) of weights already evaluated with the same settings,
+    seed, thread count and library versions (``$SEED_GYM_CACHE/evals``, ``trainer/eval_cache.py``):
+    runs of several algorithms from one starting model evaluate it once"""
+
+    def __post_init__(self):
+        _at_least_one(self, "tasks", "samples")
+        if self.temperature < 0:
+            raise ValueError(f"eval_temperature must be >= 0, got {self.temperature}")
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError(
+                "eval_samples > 1 repeats the same greedy episode: set eval_temperature"
+            )
+        if self.every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.every}")
+        self.splits = tuple(self.splits)
+        bad = [s for s in self.splits if s not in SPLITS]
+        if bad:
+            raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
+
+
+@dataclass
+class SystemConfig:
+    """Where and how the run executes: threads, devices, processes, the engine, checkpoints and
+    logs."""
+
+    threads: int | None = None
+    """torch intra-op threads (1 is fastest for tiny models on a busy machine); None: torch default"""
+    progress: bool = True
+    """tqdm progress bars"""
+    backend: str = "local"
+    """env pool backend: local, subprocess or ray"""
     device: str = "cpu"
     """where the policy lives: cpu, cuda, cuda:N, or auto (this rank's GPU if CUDA is there)"""
     dist_rollout: str = "shard"
@@ -231,116 +324,17 @@ class TrainConfig:
     dry_run: bool = False
     """build everything but the weights and print the plan: splits, tokens per iteration, memory
     per GPU on 1, 2, 4 and 8 GPUs; exit 2 when the job's world size does not fit"""
-
-    # --- eval, logging, checkpoints -----------------------------------------------------------
-    eval_every: int = 0
-    """evaluate every N iterations (and after the last); 0: only after the last"""
-    eval_tasks: int = 4
-    """tasks per eval split (a fixed seeded subset: the same tasks at every eval)"""
-    eval_samples: int = 1
-    """episodes per eval task (success is their mean); more than 1 needs eval_temperature > 0"""
-    eval_temperature: float = 0.0
-    """sampling temperature at eval; 0: greedy. A small model's greedy policy can be stuck on one
-    answer while its sampled policy already wins sometimes: sampled eval with several samples per
-    task shows that (the learning benchmark uses it)"""
-    eval_at_start: bool = False
-    """also evaluate the starting policy (after the format warm-up and Stage 1) as iteration 0,
-    the first point of a learning curve"""
-    eval_splits: tuple[str, ...] = ("seen", "unseen")
-    """splits to evaluate on"""
-    eval_max_new_tokens: int | None = None
-    """completion budget at eval; None: max_new_tokens"""
-    eval_cache: bool = False
-    """reuse the start eval (iteration 0) of weights already evaluated with the same settings,
-    seed, thread count and library versions (``$SEED_GYM_CACHE/evals``, ``trainer/eval_cache.py``):
-    runs of several algorithms from one starting model evaluate it once"""
     save_every: int = 1
     """write the checkpoint every N iterations (and after the last)"""
     save_hf: bool = True
     """also export the final policy as a Hugging Face folder (RUN_DIR/model)"""
     tensorboard: bool = True
     """write TensorBoard events to RUN_DIR/tb"""
-
-    @property
-    def env_kwargs(self) -> dict[str, Any]:
-        """``env_kwarg`` as constructor keyword arguments."""
-        return parse_env_kwargs(self.env_kwarg)
+    save_trajectories: bool = True
+    """write RUN_DIR/trajectories/iter_*.jsonl (with skills and teacher logprobs) for the report"""
 
     def __post_init__(self):
-        self.imports = tuple(self.imports)  # config.json stores a list
-        self.env_kwarg = tuple(self.env_kwarg)
-        parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
-        if self.algo not in ALGOS:
-            raise ValueError(f"unknown algo {self.algo!r}; choose one of {sorted(ALGOS)}")
-        positive = (
-            "iterations",
-            "tasks_per_iter",
-            "group_size",
-            "max_new_tokens",
-            "gen_batch",
-            "ppo_epochs",
-            "mini_batch_size",
-            "micro_batch",
-            "eval_tasks",
-            "eval_samples",
-            "save_every",
-        )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.mini_batches is not None and self.mini_batches < 1:
-            raise ValueError(f"mini_batches must be >= 1 or None, got {self.mini_batches}")
-        if self.advantage not in ADVANTAGES:
-            raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
-        algorithm = ALGORITHMS[self.algo]
-        if algorithm.trains and self.group_size < 2:
-            raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
-        if self.opd_coef < 0 or self.opd_beta <= 0:
-            raise ValueError("need opd_coef >= 0 and opd_beta > 0")
-        if self.positive_only and self.teacher_advantage:
-            raise ValueError("positive_only shapes the OPD loss, which teacher_advantage replaces")
-        if (self.positive_only or self.teacher_advantage) and not algorithm.distills:
-            teachers = sorted(n for n, c in ALGORITHMS.items() if c.distills)
-            raise ValueError(
-                f"positive_only / teacher_advantage need a teacher: algo in {teachers}"
-            )
-        if self.teacher_advantage_clip is not None and self.teacher_advantage_clip <= 0:
-            raise ValueError("teacher_advantage_clip must be > 0 (or None)")
-        for name in ("analyzer_max_new_tokens", "analyzer_budget", "sft_tasks_per_type"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("sft_rollouts", "sft_reruns", "sft_batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.sft_epochs < 0 or self.sft_lr < 0 or self.sft_temperature < 0:
-            raise ValueError("sft_epochs, sft_lr and sft_temperature must be >= 0")
-        if self.sft_annotator != "privileged" and not self.sft_annotator.startswith("openai:"):
-            raise ValueError(
-                f"sft_annotator must be 'privileged' or 'openai:URL', not {self.sft_annotator!r}"
-            )
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not (0.0 <= self.clip_low < 1.0 and self.clip_high >= 0.0):
-            raise ValueError("need 0 <= clip_low < 1 and clip_high >= 0")
-        if self.dual_clip is not None and self.dual_clip <= 1.0:
-            raise ValueError(f"dual_clip must be > 1 (or None), got {self.dual_clip}")
-        if self.kl_coef < 0 or self.ent_coef < 0 or self.lr < 0:
-            raise ValueError("kl_coef, ent_coef and lr must be >= 0")
-        if self.lora_r < 0:
-            raise ValueError(f"lora_r must be >= 0, got {self.lora_r}")
-        if self.eval_temperature < 0:
-            raise ValueError(f"eval_temperature must be >= 0, got {self.eval_temperature}")
-        if self.eval_samples > 1 and self.eval_temperature == 0:
-            raise ValueError(
-                "eval_samples > 1 repeats the same greedy episode: set eval_temperature"
-            )
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
-        bad = [s for s in self.eval_splits if s not in SPLITS]
-        if bad:
-            raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
+        _at_least_one(self, "save_every")
         if self.backend not in ("local", "subprocess", "ray"):
             raise ValueError(f"unknown backend {self.backend!r}")
         if self.engine not in ENGINES:
@@ -351,29 +345,154 @@ class TrainConfig:
             raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
         if self.dist_rollout not in ("shard", "rank0"):
             raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
-        if self.max_turns is not None and self.max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1 or None, got {self.max_turns}")
-        self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists
-        self.eval_splits = tuple(self.eval_splits)
 
-    # --- serialisation ------------------------------------------------------------------------
+
+@dataclass
+class TrainConfig:
+    """One training run: what is trained on which env (the fields here) and how (the groups)."""
+
+    env: str = "seed_gym/Sokoban-v0"
+    """env id (``seed-gym list``)"""
+    imports: Annotated[tuple[str, ...], tyro.conf.arg(name="import", aliases=("--imports",))] = ()
+    """modules or .py files that register extra envs (``--import docs/examples/guess_number.py``,
+    as in eval and play; ``--imports`` is the old spelling)"""
+    env_kwarg: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """env constructor argument KEY=VALUE, repeatable; VALUE is JSON when it parses, else a
+    string (``--env-kwarg data_dir=/data/webshop``); kept in config.json for --resume"""
+    modality: str | None = None
+    """observation modality (text, image, text+image); None: the env's default"""
+    history: int | None = None
+    """past turns shown in the prompt; None: the env's agent-spec default"""
+    algo: str = "grpo"
+    """algorithm: one of ALGOS (grpo, prompt, ...)"""
+    out: str = "runs/default"
+    """run directory: config, metrics, TensorBoard events, checkpoints all go here"""
+    resume: bool = False
+    """continue the run in ``out`` from its last checkpoint (its saved config is the base)"""
+    preset: str | None = None
+    """the preset this config started from (informational)"""
+    seed: int = 0
+    """seeds task order, env seeds, sampling and the tiny model's weights"""
+    iterations: int = 2
+    """training iterations (rollout -> update)"""
+    model: str = "tiny"
+    """``tiny`` (random tiny Llama), ``smollm2`` (embedded SmolLM2-135M-Instruct) or a local HF folder"""
+    bf16: bool = False
+    """bf16 autocast for sampling and training (weights stay fp32)"""
+    lora_r: int = 0
+    """LoRA rank; 0 trains every weight"""
+    lora_alpha: int = 16
+    """LoRA alpha (scale = alpha / r)"""
+
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    opd: OPDConfig = field(default_factory=OPDConfig)
+    stage1: Stage1Config = field(default_factory=Stage1Config)
+    warmup: WarmupConfig = field(default_factory=WarmupConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    system: SystemConfig = field(default_factory=SystemConfig)
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """``env_kwarg`` as constructor keyword arguments."""
+        return parse_env_kwargs(self.env_kwarg)
+
+    def __post_init__(self):
+        """The checks that span groups; each group checks its own fields."""
+        self.imports = tuple(self.imports)  # config.json stores a list
+        self.env_kwarg = tuple(self.env_kwarg)
+        parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown algo {self.algo!r}; choose one of {sorted(ALGOS)}")
+        _at_least_one(self, "iterations")
+        if self.lora_r < 0:
+            raise ValueError(f"lora_r must be >= 0, got {self.lora_r}")
+        algorithm = ALGORITHMS[self.algo]
+        if algorithm.trains and self.rollout.group_size < 2:
+            raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
+        if (self.opd.positive_only or self.opd.teacher_advantage) and not algorithm.distills:
+            teachers = sorted(n for n, c in ALGORITHMS.items() if c.distills)
+            raise ValueError(
+                f"positive_only / teacher_advantage need a teacher: algo in {teachers}"
+            )
+
+    # --- flags and serialisation --------------------------------------------------------------
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes`` applied, keyed by flag name (``lr=1e-4, eval_tasks=8``) or by
+        group (``optim=OptimConfig(...)``); checked like a new config."""
+        return TrainConfig.from_dict({**self.to_dict(), **changes})
+
+    def flags(self) -> dict[str, Any]:
+        """Every field under its flag name (the flat form of seed-gym <= 0.3's config.json)."""
+        return {
+            name: getattr(getattr(self, group) if group else self, attr)
+            for name, (group, attr) in FLAGS.items()
+        }
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> TrainConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown config fields {unknown}")
-        return cls(**{**LEGACY_DEFAULTS, **d})
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        """From ``to_dict``'s nested form, from flag names, or a mix (groups first, then flags)."""
+        top: dict[str, Any] = {}
+        grouped: dict[str, dict[str, Any]] = {g: {} for g in GROUPS}
+        for key, value in d.items():
+            if key in GROUPS:
+                value = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+                grouped[key] = {**value, **grouped[key]}
+            elif key in FLAGS:
+                group, attr = FLAGS[key]
+                (grouped[group] if group else top)[attr] = value
+            else:
+                raise ValueError(f"unknown config field {key!r}")
+        for group, values in grouped.items():
+            names = {f.name for f in dataclasses.fields(GROUPS[group])}
+            unknown = sorted(set(values) - names)
+            if unknown:
+                raise ValueError(f"unknown {group} config fields {unknown}")
+            top[group] = GROUPS[group](**values)
+        return cls(**top)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))
 
     @classmethod
     def load(cls, path: str | Path) -> TrainConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """A run's ``config.json``; a flat one from before 0.2 gets ``LEGACY_DEFAULTS``."""
+        d = json.loads(Path(path).read_text())
+        if not any(isinstance(d.get(g), dict) for g in GROUPS):  # written by seed-gym <= 0.3
+            d = {**LEGACY_DEFAULTS, **d}
+        return cls.from_dict(d)
+
+
+# group name -> its class; flag name -> (group or None for a top-level field, field name)
+GROUPS: dict[str, type] = {
+    "rollout": RolloutConfig,
+    "optim": OptimConfig,
+    "opd": OPDConfig,
+    "stage1": Stage1Config,
+    "warmup": WarmupConfig,
+    "eval": EvalConfig,
+    "system": SystemConfig,
+}
+
+
+def _flag_names(group: type) -> dict[str, str]:
+    """field name -> flag name in one group (``flag(...)`` in its annotation, else the name)."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    names = {}
+    for f in dataclasses.fields(group):
+        given = [m.name for m in getattr(hints[f.name], "__metadata__", ()) if hasattr(m, "name")]
+        names[f.name] = given[0] if given else f.name
+    return names
+
+
+FLAGS: dict[str, tuple[str | None, str]] = {
+    f.name: (None, f.name) for f in dataclasses.fields(TrainConfig) if f.name not in GROUPS
+}
+for _group, _cls in GROUPS.items():
+    FLAGS.update({flag_name: (_group, attr) for attr, flag_name in _flag_names(_cls).items()})
 
 
 # --- presets ------------------------------------------------------------------------------------
@@ -383,24 +502,13 @@ def tiny() -> TrainConfig:
         preset="tiny",
         model="tiny",
         iterations=2,
-        threads=1,
-        tasks_per_iter=2,
-        group_size=2,
-        max_new_tokens=16,
-        max_turns=3,
-        lr=1e-3,
-        micro_batch=4,
-        eval_tasks=2,
-        eval_max_new_tokens=8,
-        eval_every=0,
+        rollout=RolloutConfig(tasks_per_iter=2, group_size=2, max_new_tokens=16, max_turns=3),
+        optim=OptimConfig(lr=1e-3, micro_batch=4),
         # SEED: a random model writes no JSON, so keep the analyzer short; Stage 1 in seconds
-        analyzer_max_new_tokens=16,
-        analyzer_budget=256,
-        sft_tasks_per_type=1,
-        sft_rollouts=2,
-        sft_reruns=2,
-        sft_epochs=1,
-        sft_lr=1e-3,
+        opd=OPDConfig(analyzer_max_new_tokens=16, analyzer_budget=256),
+        stage1=Stage1Config(tasks_per_type=1, rollouts=2, reruns=2, epochs=1, lr=1e-3),
+        eval=EvalConfig(tasks=2, max_new_tokens=8, every=0),
+        system=SystemConfig(threads=1),
     )
 
 
@@ -416,42 +524,31 @@ def smollm2_cpu() -> TrainConfig:
         model="smollm2",
         env="seed_gym/EZPoints-v0",
         modality="text",
+        bf16=bf16_is_fast("cpu"),
+        iterations=3,
         # SmolLM2-135M never writes the agent format (nor the analyzer's JSON) unaided: clone 64
         # noisy-oracle episodes and 16 analyzer answers first (cached per env; 20 min on 2
         # cores). 3 epochs: after 2 the clone wrote "1" for "10" and won 3% of sampled seen
         # episodes; after 3 it wins ~60% (docs/training.md, "The clone's quality is fragile")
-        format_warmup_episodes=64,
-        format_warmup_epochs=3,
-        format_warmup_analyzer_episodes=16,
-        bf16=bf16_is_fast("cpu"),
-        threads=1,  # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
-        iterations=3,
-        tasks_per_iter=4,
-        group_size=8,
-        max_new_tokens=48,
-        max_turns=6,  # a right formula takes 4 turns; EZPoints' own limit is 8
-        temperature=1.0,
+        warmup=WarmupConfig(episodes=64, epochs=3, analyzer_episodes=16),
+        # a right formula takes 4 turns; EZPoints' own limit is 8
+        rollout=RolloutConfig(
+            tasks_per_iter=4, group_size=8, max_new_tokens=48, max_turns=6, temperature=1.0
+        ),
         # a 135M model fully fine-tuned, lr 5e-5, 4-5 AdamW steps per iteration (32 of ~150
-        # step-samples each): fast enough to see learning in 3 iterations (docs/training.md)
-        lr=5e-5,
-        mini_batch_size=32,
-        micro_batch=8,
+        # step-samples each): fast enough to see learning in 3 iterations (docs/training.md).
         # KL 0.01 to the warmed model, the reference's default, stays on: in the one run without
         # it (SEED), the third update taught the clone to drop "</think><action>" (63% invalid
         # output at the final eval), while GRPO with it went 19% -> 80% seen. It costs a
         # reference forward per micro-batch.
-        eval_at_start=True,
-        eval_tasks=12,
-        eval_samples=3,
-        eval_temperature=1.0,  # sampled success, 3 episodes per task (same seeds at every eval)
+        optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8),
+        # sampled success, 3 episodes per task (same seeds at every eval)
+        eval=EvalConfig(at_start=True, tasks=12, samples=3, temperature=1.0),
         # SEED: structured analyzer answers of up to 48 tokens a field; a small Stage 1
-        analyzer_max_new_tokens=48,
-        analyzer_budget=768,
-        sft_tasks_per_type=1,
-        sft_rollouts=4,
-        sft_reruns=4,
-        sft_epochs=3,
-        sft_lr=5e-6,
+        opd=OPDConfig(analyzer_max_new_tokens=48, analyzer_budget=768),
+        stage1=Stage1Config(tasks_per_type=1, rollouts=4, reruns=4, epochs=3, lr=5e-6),
+        # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
+        system=SystemConfig(threads=1),
     )
 
 
@@ -459,9 +556,8 @@ def tiny_vlm() -> TrainConfig:
     """The tiny LLaVA-style model (random tiny CLIP tower + the tiny Llama) on image observations:
     the vision-language path end to end in seconds. Stage 1 is skipped (``no_sft``): its base
     rollouts are text-only."""
-    return dataclasses.replace(
-        tiny(), preset="tiny-vlm", model="tiny-vlm", modality="image", no_sft=True
-    )
+    cfg = tiny()
+    return cfg.replace(preset="tiny-vlm", model="tiny-vlm", modality="image", no_sft=True)
 
 
 # --- the paper's runs (SEED.md; the reference's verl-agent scripts) ------------------------------
@@ -492,35 +588,23 @@ def paper(env: str) -> TrainConfig:
         modality=modality,
         history=history,
         algo="seed",
-        device="auto",
         bf16=True,
-        engine="vllm",
-        fsdp=True,
-        gradient_checkpointing=True,
         iterations=150,
-        tasks_per_iter=16,
-        group_size=8,
-        max_new_tokens=512,
-        temperature=1.0,
-        lr=1e-6,
-        kl_coef=0.01,
-        ent_coef=0.001,
-        opd_coef=0.01,
-        opd_beta=5.0,
-        mini_batch_size=256,
-        micro_batch=8,
-        gen_batch=256,
-        analyzer_max_new_tokens=512,
-        sft_tasks_per_type=30,
-        sft_rollouts=8,
-        sft_temperature=0.4,
-        sft_reruns=8,
-        sft_epochs=3,
-        sft_lr=5e-6,
-        eval_every=5,
-        eval_tasks=128,
-        eval_temperature=0.4,  # the reference validates with sampling at 0.4
-        save_every=5,
+        rollout=RolloutConfig(
+            tasks_per_iter=16, group_size=8, max_new_tokens=512, temperature=1.0, gen_batch=256
+        ),
+        optim=OptimConfig(
+            lr=1e-6, kl_coef=0.01, ent_coef=0.001, mini_batch_size=256, micro_batch=8
+        ),
+        opd=OPDConfig(coef=0.01, beta=5.0, analyzer_max_new_tokens=512),
+        stage1=Stage1Config(
+            tasks_per_type=30, rollouts=8, temperature=0.4, reruns=8, epochs=3, lr=5e-6
+        ),
+        # the reference validates with sampling at 0.4
+        eval=EvalConfig(every=5, tasks=128, temperature=0.4),
+        system=SystemConfig(
+            device="auto", engine="vllm", fsdp=True, gradient_checkpointing=True, save_every=5
+        ),
     )
 
 
@@ -555,11 +639,10 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
         if known.preset not in PRESETS:
             raise SystemExit(f"unknown preset {known.preset!r}; choose one of {sorted(PRESETS)}")
         base = PRESETS[known.preset]()
-    cfg = tyro.cli(
-        TrainConfig,
+    return tyro.cli(
+        tyro.conf.OmitArgPrefixes[TrainConfig],  # flat flags: --lr, not --optim.lr
         args=list(argv or []),
         default=base,
         prog="seed-gym train",
-        description=__doc__.splitlines()[0],
+        description="Train a policy on a registered env: GRPO, SEED and the baselines.",
     )
-    return cfg

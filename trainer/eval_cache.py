@@ -28,7 +28,7 @@ import torch
 from seed_gym.data import cache_dir
 from seed_gym.trainer.models import state_dict_sha256
 
-# the config fields an eval's outcome depends on (besides the weights)
+# the config flags an eval's outcome depends on (besides the weights)
 EVAL_FIELDS = (
     "env", "env_kwarg", "modality", "history", "backend", "engine", "seed", "eval_tasks",
     "eval_samples", "eval_temperature", "eval_max_new_tokens", "max_new_tokens", "max_turns",
@@ -43,7 +43,8 @@ def eval_key(cfg: Any, model: torch.nn.Module, split: str) -> str:
 
     from seed_gym import __version__
 
-    settings = {k: getattr(cfg, k) for k in EVAL_FIELDS}
+    flags = cfg.flags()
+    settings = {k: flags[k] for k in EVAL_FIELDS}
     settings.update(
         split=split,
         threads_now=torch.get_num_threads(),

@@ -96,9 +96,9 @@ class Budget:
 
 def memory_plan(shape: ModelShape, cfg: Any, budget: Budget, world: int) -> dict[str, float]:
     """Bytes per GPU of each item, for ``world`` GPUs; ``peak`` is the larger of the update
-    phase and the rollout phase (vLLM asleep during the update when ``cfg.vllm_sleep``)."""
+    phase and the rollout phase (vLLM asleep during the update when ``cfg.system.vllm_sleep``)."""
     p = shape.params
-    shard = world if cfg.fsdp else 1
+    shard = world if cfg.system.fsdp else 1
     lora = cfg.lora_r > 0
     trainable = _lora_params(shape, cfg.lora_r) if lora else p
     out: dict[str, float] = {
@@ -106,23 +106,29 @@ def memory_plan(shape: ModelShape, cfg: Any, budget: Budget, world: int) -> dict
         "gradients": trainable * 4 / shard,
         "optimizer": trainable * 8 / shard,  # AdamW m and v in fp32
     }
-    if cfg.kl_coef > 0 and not lora:  # a frozen bf16 copy; under LoRA the base is the reference
+    if (
+        cfg.optim.kl_coef > 0 and not lora
+    ):  # a frozen bf16 copy; under LoRA the base is the reference
         out["reference"] = p * 2 / shard
-    if cfg.fsdp:  # the gathered bf16 weights of the layers in flight (this one and the next)
+    if cfg.system.fsdp:  # the gathered bf16 weights of the layers in flight (this one and the next)
         out["unsharded layers"] = 2 * 2 * (p - shape.vocab * shape.hidden) / shape.layers
-    tokens = cfg.micro_batch * (budget.prompt_tokens + budget.response_tokens)
+    tokens = cfg.optim.micro_batch * (budget.prompt_tokens + budget.response_tokens)
     sbh = tokens * shape.hidden
-    if cfg.gradient_checkpointing:  # one saved input per layer, one layer recomputed in full
+    if cfg.system.gradient_checkpointing:  # one saved input per layer, one layer recomputed in full
         act = sbh * 2 * shape.layers + sbh * 34
     else:
         act = sbh * 34 * shape.layers
-    logits = cfg.micro_batch * budget.response_tokens * shape.vocab * 4 * 2  # response rows only
+    logits = (
+        cfg.optim.micro_batch * budget.response_tokens * shape.vocab * 4 * 2
+    )  # response rows only
     out["activations"] = act + logits
-    if cfg.engine == "vllm":
+    if cfg.system.engine == "vllm":
         out["vllm weights"] = p * 2  # a bf16 copy per GPU (tensor parallel 1)
         kv_per_token = 2 * shape.layers * shape.kv_heads * shape.head_dim * 2
         sequences = (
-            math.ceil(budget.episodes / world) if cfg.dist_rollout == "shard" else budget.episodes
+            math.ceil(budget.episodes / world)
+            if cfg.system.dist_rollout == "shard"
+            else budget.episodes
         )
         out["vllm kv cache"] = (
             kv_per_token * sequences * (budget.prompt_tokens + budget.response_tokens)
@@ -130,7 +136,7 @@ def memory_plan(shape: ModelShape, cfg: Any, budget: Budget, world: int) -> dict
     training = sum(v for k, v in out.items() if not k.startswith("vllm"))
     rollout = out["parameters"] + out["optimizer"] + out.get("reference", 0.0)
     vllm = out.get("vllm weights", 0.0) + out.get("vllm kv cache", 0.0)
-    if cfg.engine == "vllm" and not cfg.vllm_sleep:
+    if cfg.system.engine == "vllm" and not cfg.system.vllm_sleep:
         training += vllm  # the engine keeps its memory through the update
     out["peak"] = max(training, rollout + vllm)
     return out
@@ -165,8 +171,13 @@ def measure_budget(cfg: Any, tokenizer: Any | None) -> Budget:
                 break
     finally:
         env.close()
-    limit = cfg.max_turns or getattr(env.spec, "max_episode_steps", None) or 50
-    return Budget(cfg.tasks_per_iter * cfg.group_size, limit, longest, cfg.max_new_tokens)
+    limit = cfg.rollout.max_turns or getattr(env.spec, "max_episode_steps", None) or 50
+    return Budget(
+        cfg.rollout.tasks_per_iter * cfg.rollout.group_size,
+        limit,
+        longest,
+        cfg.rollout.max_new_tokens,
+    )
 
 
 def _prompt_tokens(obs: dict[str, Any], tokenizer: Any | None) -> int:
@@ -192,11 +203,11 @@ def vllm_share(plan: dict[str, float], cfg: Any) -> float:
     """The ``gpu_memory_utilization`` to give vLLM: its weights and KV cache with 20 % headroom,
     as a share of the GPU (at least 0.1, at most 0.9)."""
     need = plan.get("vllm weights", 0.0) + plan.get("vllm kv cache", 0.0)
-    return min(0.9, max(0.1, 1.2 * need / (cfg.gpu_memory_gb * GB)))
+    return min(0.9, max(0.1, 1.2 * need / (cfg.system.gpu_memory_gb * GB)))
 
 
 def dry_run(cfg: Any, *, world: int | None = None) -> int:
-    """Print the plan; 0 when the job's world size fits ``cfg.gpu_memory_gb``, else 2."""
+    """Print the plan; 0 when the job's world size fits ``cfg.system.gpu_memory_gb``, else 2."""
     world = world or int(os.environ.get("WORLD_SIZE", "1"))
     try:  # the config and tokenizer files only: no weights
         folder = model_dir(cfg.model, files=["*.json", "*.txt", "*.model"])
@@ -205,8 +216,10 @@ def dry_run(cfg: Any, *, world: int | None = None) -> int:
     shape = ModelShape.from_config(folder)
     budget = measure_budget(cfg, _tokenizer(str(folder)))
     print(f"model      {shape.name}: {shape.params / 1e9:.2f} B parameters, {shape.layers} layers")
-    print(f"algorithm  {cfg.algo} on {cfg.env} (engine {cfg.engine}, fsdp {cfg.fsdp}, "
-          f"lr {cfg.lr:g}, kl {cfg.kl_coef:g}, entropy {cfg.ent_coef:g}, lambda {cfg.opd_coef:g})")  # fmt: skip
+    system, optim = cfg.system, cfg.optim
+    print(f"algorithm  {cfg.algo} on {cfg.env} (engine {system.engine}, fsdp {system.fsdp}, "
+          f"lr {optim.lr:g}, kl {optim.kl_coef:g}, entropy {optim.ent_coef:g}, "
+          f"lambda {cfg.opd.coef:g})")  # fmt: skip
     for split in ("train", "seen", "unseen"):
         m = split_manifest(cfg.env, split, **cfg.env_kwargs)
         print(f"split      {split:<7} {len(m.task_ids):>6} tasks  sha256 {m.hash[:12]}")
@@ -216,24 +229,26 @@ def dry_run(cfg: Any, *, world: int | None = None) -> int:
         f"{budget.response_tokens}: <= {budget.tokens / 1e6:.2f} M tokens"
     )
     items = list(memory_plan(shape, cfg, budget, 1))
-    print(f"\nmemory per GPU (GiB; {cfg.gpu_memory_gb:g} GiB each)")
+    print(f"\nmemory per GPU (GiB; {cfg.system.gpu_memory_gb:g} GiB each)")
     print(f"{'':>20}" + "".join(f"{n} GPU{'s' if n > 1 else '':<1}".rjust(10) for n in WORLD_SIZES))
     plans = {n: memory_plan(shape, cfg, budget, n) for n in WORLD_SIZES}
     for item in items:
         print(f"{item:>20}" + "".join(f"{plans[n][item] / GB:10.1f}" for n in WORLD_SIZES))
-    fits = {n: plans[n]["peak"] <= cfg.gpu_memory_gb * GB for n in WORLD_SIZES}
+    fits = {n: plans[n]["peak"] <= cfg.system.gpu_memory_gb * GB for n in WORLD_SIZES}
     print(f"{'fits':>20}" + "".join(f"{'yes' if fits[n] else 'NO':>10}" for n in WORLD_SIZES))
     plan = plans.get(world) or memory_plan(shape, cfg, budget, world)
-    if plan["peak"] > cfg.gpu_memory_gb * GB:
+    if plan["peak"] > cfg.system.gpu_memory_gb * GB:
         biggest = max((k for k in plan if k != "peak"), key=plan.get)
-        hint = "" if cfg.fsdp else "; --fsdp shards parameters, gradients and optimizer state"
+        hint = (
+            "" if cfg.system.fsdp else "; --fsdp shards parameters, gradients and optimizer state"
+        )
         print(
             f"\nseed-gym train --dry-run: does not fit on {world} GPU(s): {plan['peak'] / GB:.1f} "
-            f"GiB needed per GPU, {cfg.gpu_memory_gb:g} available (largest: {biggest}, "
+            f"GiB needed per GPU, {cfg.system.gpu_memory_gb:g} available (largest: {biggest}, "
             f"{plan[biggest] / GB:.1f} GiB){hint}"
         )
         return 2
-    if cfg.engine == "vllm":
+    if cfg.system.engine == "vllm":
         print(f"\nvLLM gpu_memory_utilization for {world} GPU(s): {vllm_share(plan, cfg):.2f}")
-    print(f"\nfits on {world} GPU(s): {plan['peak'] / GB:.1f} of {cfg.gpu_memory_gb:g} GiB")
+    print(f"\nfits on {world} GPU(s): {plan['peak'] / GB:.1f} of {cfg.system.gpu_memory_gb:g} GiB")
     return 0

@@ -331,9 +331,9 @@ def trajectory_teacher_logprobs(
             texts,
             task_markers=spec.task_markers,
             fallback_marker=spec.fallback_marker,
-            micro_batch=cfg.micro_batch,
+            micro_batch=cfg.optim.micro_batch,
             pad_id=pad_id,
-            temperature=cfg.temperature,
+            temperature=cfg.rollout.temperature,
         )
     per_traj: list[list[list[float] | None]] = [[] for _ in trajs]
     for i, lp in enumerate(scores.per_sample):

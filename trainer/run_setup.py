@@ -6,7 +6,6 @@ is ``train.py``."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 import random
 import shutil
@@ -90,7 +89,7 @@ def run_problem(cfg: TrainConfig) -> str | None:
     )
     if problem is not None:
         return problem
-    for model in filter(None, (cfg.model, cfg.sft_model)):
+    for model in filter(None, (cfg.model, cfg.stage1.model)):
         if model in ("tiny", "smollm2", *VLM_BUILDERS):
             continue
         try:
@@ -108,30 +107,30 @@ def start_run(cfg: TrainConfig) -> Run:
     run_dir.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and (run_dir / "checkpoint.pt").exists():
         raise SystemExit(f"{run_dir} already holds a run: pass --resume, or choose another --out")
-    if cfg.threads is not None:
-        torch.set_num_threads(cfg.threads)
+    if cfg.system.threads is not None:
+        torch.set_num_threads(cfg.system.threads)
     import_env_modules(list(cfg.imports))  # user envs register before anything is made
     # one process: every helper is the identity (FSDP still gets a process group of one)
-    dist = init_distributed(rollout=cfg.dist_rollout, group=cfg.fsdp)
-    device = resolve_device(cfg.device, dist)
+    dist = init_distributed(rollout=cfg.system.dist_rollout, group=cfg.system.fsdp)
+    device = resolve_device(cfg.system.device, dist)
     algorithm = make_algorithm(cfg)
     if not dist.is_main:
         dist.barrier()
-    base = str(warmup_for_config(cfg)) if cfg.format_warmup_episodes > 0 else cfg.model
+    base = str(warmup_for_config(cfg)) if cfg.warmup.episodes > 0 else cfg.model
     if algorithm.trains:
-        stage1_cfg = dataclasses.replace(cfg, model=base)
+        stage1_cfg = cfg.replace(model=base)
         sft = stage1_model(stage1_cfg, run_dir, device, self_analyzes=algorithm.self_analyzes)
-        cfg = dataclasses.replace(cfg, sft_model=sft)
+        cfg = cfg.replace(sft_model=sft)
     if dist.is_main:
         dist.barrier()
     random.seed(cfg.seed)  # Stage 1 drew from these generators (on rank 0 only): reset them
     np.random.seed(cfg.seed % 2**32)
     torch.manual_seed(cfg.seed)
     if dist.is_main:  # rank 0 alone writes the run directory
-        TrainConfig(**{**cfg.to_dict(), "resume": False}).save(run_dir / "config.json")
+        cfg.replace(resume=False).save(run_dir / "config.json")
 
     policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
-    logger = Logger(run_dir, cfg.tensorboard) if dist.is_main else NullLogger()
+    logger = Logger(run_dir, cfg.system.tensorboard) if dist.is_main else NullLogger()
     run = Run(cfg, run_dir, dist, device, policy, engine, algorithm, optimizer, reference, logger)
     if cfg.resume and (run_dir / "checkpoint.pt").exists():
         payload = load_checkpoint(run_dir / "checkpoint.pt", policy.model, optimizer)
@@ -155,17 +154,19 @@ def build_policy(
     reference copy) are sharded after rank 0's weights are broadcast, the HF engine samples from
     a whole copy synced after every update, and the optimizer holds only this rank's shards."""
     lora = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha} if cfg.lora_r > 0 else None
-    source = cfg.sft_model or base
+    source = cfg.stage1.model or base
     policy = load_policy(source, seed=cfg.seed, lora=lora, device=device)
     model = policy.model
     dist.broadcast_parameters(model)  # every rank starts from rank 0's weights
-    if cfg.gradient_checkpointing:
+    if cfg.system.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    sampler = copy.deepcopy(model) if cfg.fsdp and cfg.engine == "hf" else model
+    sampler = copy.deepcopy(model) if cfg.system.fsdp and cfg.system.engine == "hf" else model
     ref = None
-    if algorithm.trains and cfg.kl_coef > 0 and lora is None:  # LoRA: the reference is the base
+    if (
+        algorithm.trains and cfg.optim.kl_coef > 0 and lora is None
+    ):  # LoRA: the reference is the base
         ref = copy.deepcopy(model).eval().requires_grad_(False)
-    if cfg.fsdp:
+    if cfg.system.fsdp:
         shard_model(model, dist, device=device, bf16=cfg.bf16)
         if ref is not None:
             shard_model(ref, dist, device=device, bf16=cfg.bf16)
@@ -173,9 +174,9 @@ def build_policy(
     if algorithm.trains:  # after sharding: FSDP2's optimizer holds the local shards
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(
-            params, lr=cfg.lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
+            params, lr=cfg.optim.lr, betas=cfg.optim.adam_betas, weight_decay=cfg.optim.weight_decay
         )
-        if cfg.kl_coef > 0:
+        if cfg.optim.kl_coef > 0:
             reference = reference_logprobs(model, ref, cfg)
     engine = make_engine(cfg, policy, sampler, source, dist)
     algorithm.bind(engine, policy.tokenizer)
@@ -186,22 +187,22 @@ def make_engine(cfg: TrainConfig, policy: LoadedModel, sampler: Any, source: str
     """``--engine hf``: the policy itself (or, under FSDP, a whole copy) batched on its device;
     vision-language policies send pictures with the prompts. ``--engine vllm``: a vLLM engine on
     the same GPU started from the starting policy's folder, its share of the GPU from the plan."""
-    if cfg.engine == "hf":
+    if cfg.system.engine == "hf":
         return HFEngine(
-            sampler, policy.tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16,
+            sampler, policy.tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16,
             processor=policy.processor,
         )  # fmt: skip
     from seed_gym.trainer.vllm_engine import VLLMEngine  # the vllm extra
 
     folder = build_smollm2() if source == "smollm2" else model_dir(source)
-    share = cfg.vllm_gpu_memory_utilization
+    share = cfg.system.vllm_gpu_memory_utilization
     if share is None:
         shape = ModelShape.from_config(folder)
         plan = memory_plan(shape, cfg, measure_budget(cfg, policy.tokenizer), dist.world_size)
         share = vllm_share(plan, cfg)
     engine = VLLMEngine(
         folder, tokenizer=policy.tokenizer, dtype="bfloat16" if cfg.bf16 else "float32",
-        gpu_memory_utilization=share, sleep_mode=cfg.vllm_sleep, seed=cfg.seed,
+        gpu_memory_utilization=share, sleep_mode=cfg.system.vllm_sleep, seed=cfg.seed,
     )  # fmt: skip
     engine.sync_weights(policy.model)  # LoRA or a resumed run: the trainer's weights
     return engine

@@ -22,7 +22,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -365,17 +365,17 @@ STAGE1_FILES = {
 def make_annotator(cfg: Any, tokenizer: Any) -> Any:
     """``privileged`` -> ``PrivilegedAnnotator(env)``; ``openai:URL`` -> ``OpenAIAnnotator``."""
 
-    if cfg.sft_annotator == "privileged":
+    if cfg.stage1.annotator == "privileged":
         return PrivilegedAnnotator(cfg.env)
-    if cfg.sft_annotator.startswith("openai:"):
-        kw = analyzer_kwargs(cfg, tokenizer)
+    if cfg.stage1.annotator.startswith("openai:"):
+        kw = analyzer_kwargs(cfg.opd.analyzer_budget, tokenizer)
         return OpenAIAnnotator(
-            cfg.sft_annotator[len("openai:") :],
-            cfg.sft_annotator_model,
+            cfg.stage1.annotator[len("openai:") :],
+            cfg.stage1.annotator_model,
             max_prompt_tokens=kw["max_prompt_tokens"],
             count_tokens=kw["count_tokens"],
         )
-    raise ValueError(f"unknown annotator {cfg.sft_annotator!r}: privileged or openai:URL")
+    raise ValueError(f"unknown annotator {cfg.stage1.annotator!r}: privileged or openai:URL")
 
 
 def tasks_by_type(
@@ -418,36 +418,36 @@ def tasks_by_type(
 def run_stage1(
     cfg: Any, out: str | Path, *, policy: Any = None, device: str = "cpu"
 ) -> dict[str, Any]:
-    """SEED Stage 1 with the settings of ``cfg`` (a ``TrainConfig``: env, model, ``sft_*``,
-    ``analyzer_*``, rollout fields) into ``out``; returns the meta dict (also ``out/stage1.json``).
+    """SEED Stage 1 with the settings of ``cfg`` (a ``TrainConfig``: env, model, its ``stage1``
+    group, the analyzer settings of ``opd``, the rollout budget) into ``out``; returns the meta
+    dict (also ``out/stage1.json``).
 
     ``out/stage1_dataset.jsonl`` holds the accepted rows, ``out/model`` the SFT'd policy (the base
     policy unchanged when no skill was accepted: the meta says so)."""
 
-    out = Path(out)
+    stage1, out = cfg.stage1, Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if cfg.threads is not None:
-        torch.set_num_threads(cfg.threads)
+    if cfg.system.threads is not None:
+        torch.set_num_threads(cfg.system.threads)
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if policy is None:
         policy = load_policy(cfg.model, seed=cfg.seed, device=device)
     model, tokenizer = policy.model, policy.tokenizer
-    engine = HFEngine(model, tokenizer, max_batch=cfg.gen_batch, autocast_bf16=cfg.bf16)
-    sampling = SamplingParams(cfg.max_new_tokens, cfg.sft_temperature, 1.0)
+    engine = HFEngine(model, tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16)
+    sampling = SamplingParams(cfg.rollout.max_new_tokens, stage1.temperature, 1.0)
 
     # 1. base rollouts: tasks per type x rollouts, every copy of a task from the same env seed
-    tasks = tasks_by_type(cfg.env, cfg.sft_tasks_per_type, seed=cfg.seed, modality=cfg.modality,
+    tasks = tasks_by_type(cfg.env, stage1.tasks_per_type, seed=cfg.seed, modality=cfg.modality,
                           env_kwargs=cfg.env_kwargs)  # fmt: skip
-    _say(
-        f"{len(tasks)} tasks x {cfg.sft_rollouts} base rollouts (temperature {sampling.temperature})"
-    )
+    _say(f"{len(tasks)} tasks x {stage1.rollouts} base rollouts (temperature {stage1.temperature})")
     env_seeds = [derive_seed(cfg.seed, 101, b) % 2**31 for b in range(len(tasks))]
-    pool = _stage1_pool(cfg, tasks, cfg.sft_rollouts)
+    pool = _stage1_pool(cfg, tasks, stage1.rollouts)
     try:
         trajs = collect(pool, engine, tasks, env_seeds, sampling=sampling,
-                        seed=derive_seed(cfg.seed, 102), prefix="s1-", max_turns=cfg.max_turns,
-                        progress=cfg.progress, privileged=True)  # fmt: skip
+                        seed=derive_seed(cfg.seed, 102), prefix="s1-",
+                        max_turns=cfg.rollout.max_turns, progress=cfg.system.progress,
+                        privileged=True)  # fmt: skip
     finally:
         pool.close()
     base = rollout_metrics(trajs, prefix="stage1/base_")
@@ -458,16 +458,16 @@ def run_stage1(
     annotator = make_annotator(cfg, tokenizer)
     _say(
         f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), "
-        f"{cfg.sft_reruns} with-skill reruns per candidate skill"
+        f"{stage1.reruns} with-skill reruns per candidate skill"
     )
-    rerun_pool = _stage1_pool(cfg, tasks[:1], cfg.sft_reruns)  # reset onto each rerun's task
+    rerun_pool = _stage1_pool(cfg, tasks[:1], stage1.reruns)  # reset onto each rerun's task
     reruns = iter(range(1, 1 << 30))
 
     def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
         k = next(reruns)
         return collect(rerun_pool, engine, [traj.task_id], [traj.seed], sampling=sampling,
                        seed=derive_seed(cfg.seed, 103, k), prefix=f"s1r{k}-",
-                       max_turns=cfg.max_turns, skills=[skill])  # fmt: skip
+                       max_turns=cfg.rollout.max_turns, skills=[skill])  # fmt: skip
 
     try:
         report = build_stage1_rows(
@@ -476,8 +476,8 @@ def run_stage1(
             rerun_fn,
             env_id=cfg.env,
             privileged=[t.privileged or {} for t in trajs],
-            reruns=cfg.sft_reruns,
-            analyzer_kwargs=analyzer_kwargs(cfg, tokenizer),
+            reruns=stage1.reruns,
+            analyzer_kwargs=analyzer_kwargs(cfg.opd.analyzer_budget, tokenizer),
         )
     finally:
         rerun_pool.close()
@@ -489,9 +489,9 @@ def run_stage1(
     t0 = time.perf_counter()
     result = None
     if report.rows:
-        result = sft_train(model, tokenizer, report.rows, epochs=cfg.sft_epochs, lr=cfg.sft_lr,
-                           batch_size=cfg.sft_batch, seed=cfg.seed,
-                           progress="stage 1 SFT" if cfg.progress else None)  # fmt: skip
+        result = sft_train(model, tokenizer, report.rows, epochs=stage1.epochs, lr=stage1.lr,
+                           batch_size=stage1.batch, seed=cfg.seed,
+                           progress="stage 1 SFT" if cfg.system.progress else None)  # fmt: skip
         _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:
         _say("no skill passed the rerun filter: the Stage 2 policy is the base policy")
@@ -502,7 +502,7 @@ def run_stage1(
         "base_model": cfg.model,
         "annotator": getattr(annotator, "name", type(annotator).__name__),
         "tasks": tasks,
-        "config": {k: v for k, v in cfg.to_dict().items() if k.startswith(("sft_", "analyzer_"))},
+        "config": {k: v for k, v in cfg.flags().items() if k.startswith(("sft_", "analyzer_"))},
         "metrics": {**base, **report.metrics()},
         "sft": None if result is None else asdict(result),
         "trained": result is not None and result.n_train > 0,
@@ -521,7 +521,7 @@ def _say(msg: str) -> None:
 def _stage1_pool(cfg: Any, tasks: list[str], group_size: int) -> Any:
     """A pool of ``group_size`` training envs per task, with the run's env settings."""
     return make_group_pool(cfg.env, tasks, group_size, split="train", modality=cfg.modality,
-                           history=cfg.history, backend=cfg.backend,
+                           history=cfg.history, backend=cfg.system.backend,
                            env_kwargs=cfg.env_kwargs)  # fmt: skip
 
 
@@ -562,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
         "batch": int,
     }
     for name, typ in fields.items():
-        p.add_argument("--" + name.replace("_", "-"), type=typ, default=None, help=f"sft_{name}")
+        flag = name.replace("_", "-")
+        p.add_argument(f"--{flag}", type=typ, default=None, help=f"as the trainer's --sft-{flag}")
     for name, typ in (
         ("max_new_tokens", int),
         ("max_turns", int),
@@ -576,14 +577,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None)
     args = p.parse_args(argv)
     base = PRESETS[args.preset]() if args.preset else TrainConfig()
+    stage1 = {n: getattr(args, n) for n in ("annotator", "annotator_model", *fields)}
     over: dict[str, Any] = {"env": args.env, "out": args.out}
-    if args.annotator is not None:
-        over["sft_annotator"] = args.annotator
-    if args.annotator_model is not None:
-        over["sft_annotator_model"] = args.annotator_model
-    for name in fields:
-        if getattr(args, name) is not None:
-            over["sft_" + name] = getattr(args, name)
+    over["stage1"] = replace(base.stage1, **{n: v for n, v in stage1.items() if v is not None})
     for name in (
         "model",
         "max_new_tokens",
@@ -597,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if getattr(args, name) is not None:
             over[name] = getattr(args, name)
-    cfg = TrainConfig(**{**base.to_dict(), **over})
+    cfg = base.replace(**over)
     meta = run_stage1(cfg, args.out)
     m = meta["metrics"]
     print(
@@ -612,13 +608,13 @@ def main(argv: list[str] | None = None) -> int:
 def stage1_model(
     cfg: Any, run_dir: Path, device: str = "cpu", *, self_analyzes: bool = True
 ) -> str | None:
-    """The folder Stage 2 starts from: ``cfg.sft_model`` if given; when the policy analyzes its
+    """The folder Stage 2 starts from: ``cfg.stage1.model`` if given; when the policy analyzes its
     own episodes (``Algorithm.self_analyzes``: seed, skill-grpo) and without ``--no-sft``, Stage
     1's model (run now into ``RUN_DIR/stage1`` unless a finished one is there); else None (start
     from ``cfg.model``)."""
-    if cfg.sft_model:
-        return cfg.sft_model
-    if not self_analyzes or cfg.no_sft:
+    if cfg.stage1.model:
+        return cfg.stage1.model
+    if not self_analyzes or cfg.stage1.skip:
         return None
     out = run_dir / "stage1"
     if not stage1_done(out):

@@ -83,27 +83,27 @@ def evaluate(
     paired comparisons across evals)."""
     tasks = list(
         split_manifest(cfg.env, split, **cfg.env_kwargs).iterate(
-            limit=cfg.eval_tasks, seed=cfg.seed
+            limit=cfg.eval.tasks, seed=cfg.seed
         )
     )
-    pool = make_group_pool(cfg.env, tasks, cfg.eval_samples, split=split, **_env_args(cfg))
-    budget = cfg.eval_max_new_tokens or cfg.max_new_tokens
+    pool = make_group_pool(cfg.env, tasks, cfg.eval.samples, split=split, **_env_args(cfg))
+    budget = cfg.eval.max_new_tokens or cfg.rollout.max_new_tokens
     try:
         trajs = collect(
             pool,
             engine,
             tasks,
             [derive_seed(cfg.seed, EVAL, i) % 2**31 for i in range(len(tasks))],
-            sampling=SamplingParams(budget, cfg.eval_temperature, 1.0),
+            sampling=SamplingParams(budget, cfg.eval.temperature, 1.0),
             seed=derive_seed(cfg.seed, EVAL),
             prefix=f"eval{iteration}-{split}-",
-            max_turns=cfg.max_turns,
-            progress=cfg.progress,
+            max_turns=cfg.rollout.max_turns,
+            progress=cfg.system.progress,
         )
     finally:
         pool.close()
     rows = [
-        {"task_id": t.task_id, "task_type": t.task_type, "sample": i % cfg.eval_samples,
+        {"task_id": t.task_id, "task_type": t.task_type, "sample": i % cfg.eval.samples,
          "won": t.won, "return": t.episode_return, "steps": len(t.steps)}
         for i, t in enumerate(trajs)
     ]  # fmt: skip
@@ -111,7 +111,7 @@ def evaluate(
 
 
 def _env_args(cfg: TrainConfig) -> dict[str, Any]:
-    return {"modality": cfg.modality, "history": cfg.history, "backend": cfg.backend,
+    return {"modality": cfg.modality, "history": cfg.history, "backend": cfg.system.backend,
             "env_kwargs": cfg.env_kwargs}  # fmt: skip
 
 
@@ -121,8 +121,8 @@ def run_eval(run: Run, iteration: int) -> dict[str, float]:
     under the same settings is read back instead (``eval_cache.py``)."""
     cfg, t0 = run.cfg, time.perf_counter()
     metrics: dict[str, float] = {}
-    for split in cfg.eval_splits:
-        key = eval_key(cfg, run.policy.model, split) if cfg.eval_cache and iteration == 0 else None
+    for split in cfg.eval.splits:
+        key = eval_key(cfg, run.policy.model, split) if cfg.eval.cache and iteration == 0 else None
         cached = load_eval(key) if key else None
         if cached is not None:
             split_metrics, rows = cached.metrics, cached.rows
@@ -141,7 +141,7 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
     """Every step with a response, its advantage, its old logprobs (as sampled, or recomputed
     with ``--recompute-old-logprobs``) and its teacher logprobs."""
     cfg = run.cfg
-    adv = grpo_advantages(trajs, mode=cfg.advantage, std_normalize=cfg.std_normalize)
+    adv = grpo_advantages(trajs, mode=cfg.optim.advantage, std_normalize=cfg.optim.std_normalize)
     teacher = teacher or [[None] * len(t.steps) for t in trajs]
     samples = [
         Sample(s, a, s.old_logprobs, t_lp)
@@ -149,12 +149,12 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
         for s, a, t_lp in zip(t.steps, a_t, tl, strict=True)
         if s.response_ids
     ]
-    if cfg.recompute_old_logprobs:
+    if cfg.optim.recompute_old_logprobs:
         with autocast(cfg.bf16):
             olds, _ = response_logprobs(
                 run.policy.model, [s.step.prompt_ids for s in samples],
-                [s.step.response_ids for s in samples], micro_batch=cfg.micro_batch,
-                pad_id=run.policy.pad_id, temperature=cfg.temperature,
+                [s.step.response_ids for s in samples], micro_batch=cfg.optim.micro_batch,
+                pad_id=run.policy.pad_id, temperature=cfg.rollout.temperature,
                 images=[s.step.images for s in samples], processor=run.policy.processor,
             )  # fmt: skip
         for s, o in zip(samples, olds, strict=True):
@@ -172,20 +172,22 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         logger.log(0, metrics)
         logger.close()
         return metrics
-    if cfg.eval_at_start and run.start_iteration == 0 and dist.is_main:
+    if cfg.eval.at_start and run.start_iteration == 0 and dist.is_main:
         truncate_metrics(run.run_dir / "metrics.jsonl", -1)  # killed before the 1st checkpoint
         logger.log(0, run_eval(run, 0))
     train_tasks = task_ids(cfg.env, "train", **cfg.env_kwargs)
-    B, G = cfg.tasks_per_iter, cfg.group_size
+    B, G = cfg.rollout.tasks_per_iter, cfg.rollout.group_size
     # this rank's share of the B tasks (all of them with one process)
     pool = dist.make_pool(make_group_pool, cfg.env, train_tasks[:B], G, split="train",
                           **_env_args(cfg))  # fmt: skip
-    sampling = SamplingParams(cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+    sampling = SamplingParams(
+        cfg.rollout.max_new_tokens, cfg.rollout.temperature, cfg.rollout.top_p
+    )
     spec, model = agent_spec(cfg.env), run.policy.model
     metrics: dict[str, Any] = {}
     iterations = range(run.start_iteration, cfg.iterations)
-    bar = tqdm(iterations, desc="train", unit="it", initial=run.start_iteration,
-               total=cfg.iterations, disable=not cfg.progress or not dist.is_main)  # fmt: skip
+    bar = tqdm(iterations, desc="train", unit="it", initial=run.start_iteration, total=cfg.iterations,
+               disable=not cfg.system.progress or not dist.is_main)  # fmt: skip
     try:
         for it in bar:
             times: dict[str, float] = {}
@@ -198,7 +200,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             trajs = dist.collect(
                 collect, pool, run.engine, tasks, env_seeds, sampling=sampling,
                 seed=derive_seed(cfg.seed, SAMPLING, it), prefix=f"it{iteration}-",
-                max_turns=cfg.max_turns, progress=cfg.progress,
+                max_turns=cfg.rollout.max_turns, progress=cfg.system.progress,
                 skills=algo.actor_skills(tasks), privileged=algo.privileged_rollouts,
             )  # fmt: skip
             run.data_position += B
@@ -245,7 +247,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             if dist.is_main:
                 write_iteration_logs(
                     run.run_dir, iteration, trajs, tokenizer=run.policy.tokenizer, skills=skills,
-                    teacher=teacher, gaps=gaps, trajectories=cfg.save_trajectories,
+                    teacher=teacher, gaps=gaps, trajectories=cfg.system.save_trajectories,
                     failures=failures,
                 )  # fmt: skip
                 if eval_due(cfg, iteration):
@@ -254,8 +256,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             commit(run, iteration, metrics)
             bar.set_postfix(success=f"{metrics['rollout/success']:.2f}",
                             ret=f"{metrics['rollout/return']:.2f}")  # fmt: skip
-        if cfg.save_hf and (dist.is_main or dist.fsdp):
+        if cfg.system.save_hf and (dist.is_main or dist.fsdp):
             export_model(run)  # under FSDP every rank sends its shards
+        dist.barrier()  # no rank destroys the group while another still uses it (gloo aborted)
     finally:
         bar.close()
         pool.close()
@@ -265,7 +268,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def eval_due(cfg: TrainConfig, iteration: int) -> bool:
-    return bool(cfg.eval_every and iteration % cfg.eval_every == 0) or iteration == cfg.iterations
+    return bool(cfg.eval.every and iteration % cfg.eval.every == 0) or iteration == cfg.iterations
 
 
 def commit(run: Run, iteration: int, metrics: dict[str, Any]) -> None:
@@ -273,7 +276,7 @@ def commit(run: Run, iteration: int, metrics: dict[str, Any]) -> None:
     metrics line), then log the line. Under FSDP every rank writes its shards."""
     cfg, dist = run.cfg, run.dist
     if (dist.is_main or dist.fsdp) and (
-        iteration % cfg.save_every == 0 or iteration == cfg.iterations
+        iteration % cfg.system.save_every == 0 or iteration == cfg.iterations
     ):
         save_checkpoint(run.run_dir / "checkpoint.pt", run.policy.model, run.optimizer,
                         run.checkpoint_state(iteration, metrics), main=dist.is_main)  # fmt: skip
@@ -288,7 +291,7 @@ def iteration_metrics(run: Run, trajs: list, samples: list[Sample], analyzer: di
         "train/samples": float(len(samples)),
         "train/response_tokens": float(sum(len(s.step.response_ids) for s in samples)),
         "train/data_position": float(run.data_position),
-        "train/lr": run.cfg.lr,
+        "train/lr": run.cfg.optim.lr,
         "rollout/env_steps": float(sum(len(t.steps) for t in trajs)),  # this iteration
         "train/env_steps_total": float(run.env_steps),
         **analyzer,
@@ -301,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:  # a user error: one line, nothing written
         print(f"seed-gym train: {' '.join(problem.split())}", file=sys.stderr)
         return 2
-    if cfg.dry_run:
+    if cfg.system.dry_run:
         return dry_run(cfg)
     train(cfg)
-    for line in eval_summary(Path(cfg.out), cfg.eval_splits):
+    for line in eval_summary(Path(cfg.out), cfg.eval.splits):
         print(line, file=sys.stderr)
     print(f"run written to {cfg.out}", file=sys.stderr)
     return 0

@@ -49,7 +49,7 @@ def policy_loss(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """``L = PPO-clip(A) - ent_coef * H + kl_coef * KL_k3(pi || pi_ref) + lambda * L_opd``.
 
-    With ``cfg.teacher_advantage`` (OPID) the teacher adds ``w * (teacher_lp - old_lp)`` to the
+    With ``cfg.opd.teacher_advantage`` (OPID) the teacher adds ``w * (teacher_lp - old_lp)`` to the
     advantages instead of the OPD term. Token means divide by the mini-batch's ``num_tokens``
     (OPD: ``num_teacher_tokens``), so micro-batches of one optimizer step add up.
 
@@ -59,31 +59,31 @@ def policy_loss(
     """
     mask = response_mask  # [n, L]
     teacher = teacher_logprobs is not None and float(teacher_mask.sum()) > 0
-    if teacher_logprobs is not None and cfg.teacher_advantage:  # OPID: A + w·(teacher − old)
+    if teacher_logprobs is not None and cfg.opd.teacher_advantage:  # OPID: A + w·(teacher − old)
         advantages = teacher_advantages(
             advantages,
             teacher_logprobs,
             old_logprobs,
             teacher_mask * mask,
-            weight=cfg.teacher_advantage_coef,
-            clip=cfg.teacher_advantage_clip,
+            weight=cfg.opd.teacher_advantage_coef,
+            clip=cfg.opd.teacher_advantage_clip,
         )  # [n, L]
     loss, stats = ppo_clip_loss(
         logprobs,
         old_logprobs,
         advantages,
         mask,
-        clip_low=cfg.clip_low,
-        clip_high=cfg.clip_high,
-        dual_clip=cfg.dual_clip,
+        clip_low=cfg.optim.clip_low,
+        clip_high=cfg.optim.clip_high,
+        dual_clip=cfg.optim.dual_clip,
         num_tokens=num_tokens,
     )
     stats["entropy"] = float(masked_mean(entropy.detach(), mask))
-    if cfg.ent_coef > 0:
-        loss = loss - cfg.ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
+    if cfg.optim.ent_coef > 0:
+        loss = loss - cfg.optim.ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
     if ref_logprobs is not None:
         kl = kl_k3(logprobs, ref_logprobs)  # [n, L]
-        loss = loss + cfg.kl_coef * token_mean(kl, mask, num_tokens=num_tokens)
+        loss = loss + cfg.optim.kl_coef * token_mean(kl, mask, num_tokens=num_tokens)
         stats["kl_ref"] = float(masked_mean(kl.detach(), mask))
     if teacher:
         # gated OPD: raises sampled tokens, most where the skill agrees
@@ -92,12 +92,12 @@ def policy_loss(
             teacher_logprobs,
             mask,
             teacher_mask,
-            beta=cfg.opd_beta,
-            positive_only=cfg.positive_only,
+            beta=cfg.opd.beta,
+            positive_only=cfg.opd.positive_only,
             num_tokens=num_teacher_tokens,
         )
-        if not cfg.teacher_advantage:
-            loss = loss + cfg.opd_coef * opd
+        if not cfg.opd.teacher_advantage:
+            loss = loss + cfg.opd.coef * opd
         else:
             opd_stats["opd/loss"] = 0.0
         stats.update(opd_stats)
@@ -117,10 +117,10 @@ class Sample:
 
 
 def n_mini_batches(n_samples: int, cfg: Any) -> int:
-    """Optimizer steps per epoch: ``cfg.mini_batches`` if set, else ceil(N / mini_batch_size)."""
-    if cfg.mini_batches is not None:
-        return cfg.mini_batches
-    return max(1, -(-n_samples // cfg.mini_batch_size))
+    """Optimizer steps per epoch: ``mini_batches`` if set, else ceil(N / mini_batch_size)."""
+    if cfg.optim.mini_batches is not None:
+        return cfg.optim.mini_batches
+    return max(1, -(-n_samples // cfg.optim.mini_batch_size))
 
 
 def padded(rows: Sequence[Sequence[float] | None], like: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -156,7 +156,9 @@ def micro_batch_loss(
         # rows run whole with pictures, when checkpointing recomputes the layers (the prefix's
         # KV cache cannot be recomputed), and under FSDP (a second forward before the backward
         # reshards the layers the first one's graph still needs)
-        share_prefix=processor is None and not cfg.gradient_checkpointing and not cfg.fsdp,
+        share_prefix=processor is None
+        and not cfg.system.gradient_checkpointing
+        and not cfg.system.fsdp,
     ).to(device)
     vision = image_inputs(processor, [s.images for s in steps], device)  # {} for text
     mask = batch.response_mask  # [n, L]
@@ -169,7 +171,7 @@ def micro_batch_loss(
         t_lp, t_mask = padded([s.teacher_logprobs for s in batch_samples], mask)  # [n, L]
     with autocast(cfg.bf16):
         logprobs, entropy = packed_logprobs(
-            model, batch, temperature=cfg.temperature, with_entropy=True, **vision
+            model, batch, temperature=cfg.rollout.temperature, with_entropy=True, **vision
         )  # [n, L], [n, L]
     ref = reference(batch, vision) if reference is not None else None  # [n, L]
     loss, stats = policy_loss(
@@ -202,7 +204,7 @@ def run_update(
     device: Any,
     dist: Any,
 ) -> dict[str, float]:
-    """``cfg.ppo_epochs`` passes over ``samples``, shuffled by ``rng`` and split into
+    """``cfg.optim.ppo_epochs`` passes over ``samples``, shuffled by ``rng`` and split into
     ``n_mini_batches`` mini-batches of one AdamW step each; returns the update's metrics."""
     params = [p for p in model.parameters() if p.requires_grad]
     stats: dict[str, list[float]] = {}
@@ -210,7 +212,7 @@ def run_update(
     steps = 0
     prompts = [s.step.prompt_ids for s in samples]
     model.train()
-    for _epoch in range(cfg.ppo_epochs):
+    for _epoch in range(cfg.optim.ppo_epochs):
         order = rng.permutation(len(samples))
         for mb in np.array_split(order, n_mini_batches(len(samples), cfg)):
             if len(mb) == 0:
@@ -223,7 +225,7 @@ def run_update(
             num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)
             share = dist.shard(mb)  # this rank's share; the denominators stay global
             optimizer.zero_grad(set_to_none=True)
-            for chunk in dist.micro_batches(share, len(mb), cfg.micro_batch):
+            for chunk in dist.micro_batches(share, len(mb), cfg.optim.micro_batch):
                 dummy = chunk is None  # FSDP: a rank out of samples still joins the collectives
                 loss, s, w = micro_batch_loss(
                     model,
@@ -244,7 +246,7 @@ def run_update(
                 if "opd/teacher_tokens" in s:
                     opd.add(s, s["opd/loss"])
             dist.all_reduce_gradients(params)  # sum of the ranks' shares
-            stats.setdefault("grad_norm", []).append(_clip(params, cfg.max_grad_norm))
+            stats.setdefault("grad_norm", []).append(_clip(params, cfg.optim.max_grad_norm))
             optimizer.step()
             steps += 1
     stats = dist.gather_stats(stats)  # every rank's micro-batches
@@ -318,8 +320,12 @@ def reference_logprobs(model: Any, ref_model: Any | None, cfg: Any) -> Callable[
     def reference(batch: Any, vision: dict[str, Any]) -> torch.Tensor:
         with autocast(cfg.bf16):
             if ref_model is not None:
-                return packed_logprobs(ref_model, batch, temperature=cfg.temperature, **vision)[0]
+                return packed_logprobs(
+                    ref_model, batch, temperature=cfg.rollout.temperature, **vision
+                )[0]
             with model.disable_adapter():
-                return packed_logprobs(model, batch, temperature=cfg.temperature, **vision)[0]
+                return packed_logprobs(model, batch, temperature=cfg.rollout.temperature, **vision)[
+                    0
+                ]
 
     return reference

@@ -430,7 +430,7 @@ def build_warmup_model(
             settings.modality,
             noise=settings.noise,
             # the trainer's truncation: the rows look exactly like Stage 2's analyzer prompts
-            analyzer_kwargs=analyzer_kwargs(settings, policy.tokenizer),
+            analyzer_kwargs=analyzer_kwargs(settings.analyzer_budget, policy.tokenizer),
             env_kwargs=parse_env_kwargs(settings.env_kwargs),
         )
     demo_seconds = time.perf_counter() - t0
@@ -480,26 +480,23 @@ def build_warmup_model(
 
 
 def warmup_for_config(cfg: Any) -> Path:
-    """The warmed model for a ``TrainConfig`` with ``format_warmup_episodes > 0``. The warm-up has
-    its own seed (0), so every run seed of a benchmark starts from the same warmed model."""
+    """The warmed model for a ``TrainConfig`` with ``warmup.episodes > 0``
+    (``--format-warmup-episodes``). The warm-up has its own seed (0), so every run seed of a
+    benchmark starts from the same warmed model."""
     settings = WarmupSettings(
-        episodes=cfg.format_warmup_episodes,
-        epochs=cfg.format_warmup_epochs,
-        lr=cfg.format_warmup_lr,
-        noise=cfg.format_warmup_noise,
+        **asdict(cfg.warmup),  # episodes, epochs, lr, noise, analyzer_episodes
         modality=cfg.modality or "text",
         history=cfg.history,
         bf16=cfg.bf16,
-        analyzer_episodes=cfg.format_warmup_analyzer_episodes,
-        analyzer_budget=cfg.analyzer_budget if cfg.format_warmup_analyzer_episodes else None,
+        analyzer_budget=cfg.opd.analyzer_budget if cfg.warmup.analyzer_episodes else None,
         env_kwargs=tuple(cfg.env_kwarg),
     )
-    return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.progress)
+    return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.system.progress)
 
 
 # --- CLI ----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.trainer.config import TrainConfig
+    from seed_gym.trainer.config import OPDConfig
     from seed_gym.trainer.models import bf16_is_fast
 
     d = WarmupSettings()
@@ -522,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--analyzer-budget",
         type=int,
-        default=TrainConfig().analyzer_budget,
+        default=OPDConfig().analyzer_budget,
         help="analyzer prompt budget in tokens (use the trainer's --analyzer-budget)",
     )
     p.add_argument("--micro-batch", type=int, default=d.micro_batch)
