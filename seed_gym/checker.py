@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from seed_gym.core import INFO_KEYS, SeedEnv
+from seed_gym.registration import agent_spec
 from seed_gym.splits import SPLITS, check_disjoint
 
 GARBAGE_ACTIONS: tuple[Any, ...] = (
@@ -93,8 +94,6 @@ def _first_difference(a: list[tuple], b: list[tuple]) -> int | None:
 def _format_penalty(env: gym.Env) -> float:
     """The format penalty the registered agent spec charges on unparseable output (0 if the env
     is not registered)."""
-    from seed_gym.registration import agent_spec
-
     env_id = getattr(env.spec, "id", None) or getattr(env.unwrapped, "env_id", "")
     try:
         return float(getattr(agent_spec(env_id), "invalid_penalty", 0.0))

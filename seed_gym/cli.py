@@ -10,26 +10,24 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from seed_gym import data
+from seed_gym.registration import list_envs
+from seed_gym.usage import OneLineParser, usage_error
+
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from seed_gym.registration import list_envs
-
     for env_id in list_envs():
         print(env_id)
     return 0
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
-    from seed_gym import data
-
     if args.action == "path":
         print(data.cache_root())
         return 0
     names = args.names or sorted(data.BUILDERS)
     unknown = [n for n in names if n not in data.BUILDERS]
     if unknown:
-        from seed_gym.usage import usage_error
-
         usage_error(
             "seed-gym data",
             f"unknown dataset {unknown[0]!r}; choose from: {', '.join(sorted(data.BUILDERS))}",
@@ -67,8 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in DELEGATED:
         return _delegate(DELEGATED[argv[0]])(argv[1:])
-
-    from seed_gym.usage import OneLineParser
 
     parser = OneLineParser(prog="seed-gym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -39,8 +39,20 @@ from typing import Any
 
 import numpy as np
 
+import seed_gym
 from seed_gym import stats
 from seed_gym.jsonl import json_line, read_jsonl
+from seed_gym.policies import make_policy
+from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
+from seed_gym.usage import (
+    OneLineParser,
+    add_env_kwarg_argument,
+    check_env_args,
+    check_policy_spec,
+    env_kwargs_or_exit,
+    import_modules_or_exit,
+    usage_error,
+)
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
@@ -238,8 +250,6 @@ def _resume(
     sample). A folder holding another config's eval (or episodes without a config) is refused
     with a one-line ``SystemExit``; ``overwrite`` clears it first. A partial last line, and any
     episode this config does not ask for, is dropped from the files."""
-    from seed_gym.trajlog import TRAJ_DIR
-
     out_dir.mkdir(parents=True, exist_ok=True)
     ep_path, traj_path = out_dir / "episodes.jsonl", out_dir / TRAJ_DIR / "eval.jsonl"
     cfg_path = out_dir / "eval_config.json"
@@ -297,8 +307,6 @@ class _Episodes:
         out_dir: Path | None,
         save_trajectories: bool,
     ):
-        from seed_gym.trajlog import TRAJ_DIR
-
         self.policy, self.policy_spec, self.split = policy, policy_spec, split
         self.seed, self.position = seed, position
         self.ep_path = out_dir / "episodes.jsonl" if out_dir is not None else None
@@ -350,8 +358,6 @@ class _Episodes:
         return str(text), [] if image is None else [image]
 
     def step(self, slot: _Slot, action: Any) -> None:
-        from seed_gym.trajlog import step_record
-
         if self.save_trajectories:
             text, images = self.observation(slot)
             details = getattr(self.policy, "details", lambda env: None)(slot.env) or {}
@@ -375,8 +381,6 @@ class _Episodes:
             self.start(slot)
 
     def finish(self, slot: _Slot, terminated: bool, truncated: bool) -> None:
-        from seed_gym.trajlog import append_trajectory, trajectory_record
-
         index, task_id, j = slot.unit
         record = _record(task_id, slot.seed, slot.info, slot.total, slot.steps, slot.invalid,
                          terminated, truncated, slot.actions)  # fmt: skip
@@ -427,9 +431,6 @@ def evaluate(
     and ``out/episodes.jsonl`` when ``out`` is given, resuming an interrupted run in ``out``.
     ``env_kwargs`` go to the env constructor (``data_dir=...``). Returns the results dict."""
     from tqdm.auto import tqdm
-
-    import seed_gym
-    from seed_gym.policies import make_policy
 
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -513,8 +514,6 @@ def evaluate(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from seed_gym.usage import OneLineParser, add_env_kwarg_argument
-
     p = OneLineParser(
         prog="seed-gym eval", description="Evaluate a policy on every task of a split."
     )
@@ -552,14 +551,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.usage import (
-        check_env_args,
-        check_policy_spec,
-        env_kwargs_or_exit,
-        import_modules_or_exit,
-        usage_error,
-    )
-
     prog = "seed-gym eval"
     args = build_parser().parse_args(argv)
     if args.episodes is not None and args.episodes < 1:

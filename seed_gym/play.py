@@ -14,12 +14,21 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+import seed_gym
+from seed_gym.evaluate import add_import_argument
+from seed_gym.usage import (
+    OneLineParser,
+    add_env_kwarg_argument,
+    check_env_args,
+    env_kwargs_or_exit,
+    import_modules_or_exit,
+)
+from seed_gym.wrappers.vision import to_pil
+
 QUIT = {"quit", "exit", ":q"}
 
 
 def _save_images(images: list[Any], folder: Path, episode: int, step: int) -> list[Path]:
-    from seed_gym.wrappers.vision import to_pil
-
     paths = []
     for i, image in enumerate(images):
         path = folder / f"ep{episode:03d}_step{step:03d}_{i}.png"
@@ -57,8 +66,6 @@ def play(
     out: TextIO | None = None,
     env_kwargs: dict[str, Any] | None = None,
 ) -> int:
-    import seed_gym
-
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     make = seed_gym.make_agent_env if agent else seed_gym.make
@@ -108,15 +115,6 @@ def play(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.evaluate import add_import_argument
-    from seed_gym.usage import (
-        OneLineParser,
-        add_env_kwarg_argument,
-        check_env_args,
-        env_kwargs_or_exit,
-        import_modules_or_exit,
-    )
-
     prog = "seed-gym play"
     p = OneLineParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("env_id", nargs="?", help="e.g. seed_gym/Sokoban-v0 (or --env, as elsewhere)")

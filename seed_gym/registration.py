@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from seed_gym.splits import SplitManifest
+from seed_gym.splits import SPLITS, SplitManifest
 
 NAMESPACE = "seed_gym"
 _AGENT_SPECS: dict[str, str | Any] = {}
@@ -150,8 +150,6 @@ def env_args_problem(
     choices; None when it can: a registered id, a known split, a modality the env has, a positive
     step limit, constructor arguments it takes, and a constructor (and split manifest) that
     succeeds with them. The CLI commands print it and exit before writing anything."""
-    from seed_gym.splits import SPLITS
-
     env_kwargs = dict(env_kwargs or {})
     known = list_envs()
     if env_id not in known:

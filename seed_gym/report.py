@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import seed_gym
 from seed_gym.jsonl import read_jsonl
 from seed_gym.trajlog import trajectory_files
 
@@ -606,8 +607,6 @@ if(sel){sel.addEventListener('change',()=>{document.querySelectorAll('section.tr
 def render(runs: list[Run], *, title: str = "seed-gym report", per_run: int = 12) -> str:
     methods = sorted({r.method for r in runs})
     colors = {m: COLORS[i % len(COLORS)] for i, m in enumerate(methods)}
-    import seed_gym
-
     sources = "".join(f"<li><code>{html.escape(str(r.path))}</code> ({r.kind})</li>" for r in runs)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 
+from seed_gym.envs.webshop.site import create_app
+from seed_gym.registration import ENV_ERRORS
+from seed_gym.usage import OneLineParser, usage_error
+
 SITES = ("webshop",)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from seed_gym.usage import OneLineParser
-
     p = OneLineParser(prog="seed-gym serve", description=__doc__.splitlines()[0])
     p.add_argument("site", choices=SITES, help="which site to serve")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -35,17 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.registration import ENV_ERRORS
-    from seed_gym.usage import usage_error
-
     prog = "seed-gym serve"
     args = build_parser().parse_args(argv)
     if args.num_products is not None and args.num_products < 1:
         usage_error(prog, f"--num-products must be >= 1, not {args.num_products}")
     if not 0 <= args.port <= 65535:
         usage_error(prog, f"--port must be in 0..65535, not {args.port}")
-    from seed_gym.envs.webshop.site import create_app
-
     try:
         app = create_app(
             {

@@ -12,6 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Any, NoReturn
 
+from seed_gym.policies import POLICIES
+from seed_gym.registration import env_args_problem, import_env_modules, parse_env_kwargs
+from seed_gym.trainer.models import VLM_BUILDERS
+
 USAGE_EXIT = 2  # argparse's code for a usage error
 
 
@@ -44,8 +48,6 @@ def add_env_kwarg_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def env_kwargs_or_exit(prog: str, pairs: list[str]) -> dict[str, Any]:
-    from seed_gym.registration import parse_env_kwargs
-
     try:
         return parse_env_kwargs(pairs)
     except ValueError as e:
@@ -54,8 +56,6 @@ def env_kwargs_or_exit(prog: str, pairs: list[str]) -> dict[str, Any]:
 
 def import_modules_or_exit(prog: str, modules: list[str]) -> None:
     """``--import`` modules, with a one-line error for one that is missing or fails to import."""
-    from seed_gym.registration import import_env_modules
-
     try:
         import_env_modules(modules)
     except (ImportError, FileNotFoundError, SyntaxError) as e:
@@ -72,8 +72,6 @@ def check_env_args(
     env_kwargs: dict[str, Any] | None = None,
 ) -> None:
     """Exit with one line unless ``env_id`` can be made as asked (``env_args_problem``)."""
-    from seed_gym.registration import env_args_problem
-
     problem = env_args_problem(
         env_id, split=split, modality=modality, max_steps=max_steps, env_kwargs=env_kwargs
     )
@@ -84,8 +82,6 @@ def check_env_args(
 def check_policy_spec(prog: str, spec: str) -> None:
     """Exit with one line for an unknown policy kind, ``model:`` naming no model, or
     ``openai:`` without an endpoint (nothing is loaded here)."""
-    from seed_gym.policies import POLICIES
-
     kind, sep, arg = spec.partition(":")
     if kind not in POLICIES:
         usage_error(
@@ -94,8 +90,6 @@ def check_policy_spec(prog: str, spec: str) -> None:
             "(model:PATH, openai:URL)",
         )
     if kind == "model":
-        from seed_gym.trainer.models import VLM_BUILDERS
-
         names = ("tiny", "smollm2", *VLM_BUILDERS)
         name = arg if sep and arg else "smollm2"
         if name not in names and not (Path(name).expanduser() / "config.json").is_file():

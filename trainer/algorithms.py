@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from seed_gym.trainer import analyzer  # by module: tests replace analyzer.analyzer_generate_fn
+from seed_gym.trainer.annotators import PrivilegedAnnotator, StaticSkillAnnotator
+
 if TYPE_CHECKING:
     from seed_gym.trainer.analyzer import Skill
     from seed_gym.trainer.config import TrainConfig
@@ -80,16 +83,12 @@ class _SelfAnalysis(Algorithm):
     self_analyzes = True
 
     def bind(self, engine: Any, tokenizer: Any) -> None:
-        from seed_gym.trainer.analyzer import analyzer_generate_fn, analyzer_kwargs
-
-        self._generate = analyzer_generate_fn(self.cfg, engine)
-        self._kwargs = analyzer_kwargs(self.cfg.opd.analyzer_budget, tokenizer)
+        self._generate = analyzer.analyzer_generate_fn(self.cfg, engine)
+        self._kwargs = analyzer.analyzer_kwargs(self.cfg.opd.analyzer_budget, tokenizer)
 
     def skills(self, trajs, stats, failures):
-        from seed_gym.trainer.analyzer import analyze
-
         retry = self.cfg.opd.analyzer_retry
-        return analyze(
+        return analyzer.analyze(
             trajs, self._generate, retry=retry, stats=stats, failures=failures, **self._kwargs
         )
 
@@ -141,8 +140,6 @@ class StaticSkills(Algorithm):
     distills = True
 
     def bind(self, engine, tokenizer):
-        from seed_gym.trainer.annotators import StaticSkillAnnotator
-
         path = self.cfg.opd.skill_bank
         bank = StaticSkillAnnotator.from_json(path) if path else None
         self.bank = bank or StaticSkillAnnotator(DEFAULT_SKILL_BANK)
@@ -160,8 +157,6 @@ class OPSD(Algorithm):
     privileged_rollouts = True  # taken at reset: the solver sees the start state
 
     def bind(self, engine, tokenizer):
-        from seed_gym.trainer.annotators import PrivilegedAnnotator
-
         self.annotator = PrivilegedAnnotator(self.cfg.env)
 
     def skills(self, trajs, stats, failures):

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from seed_gym.seeding import derive_seed
 from seed_gym.trainer.engines import RolloutEngine
+from seed_gym.trainer.rescore import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 
 
@@ -208,8 +209,6 @@ def _with_skill(
     """The actor prompt with the Episode-Level Skill block (SEED.md's block and placement)."""
     if not skill:
         return messages
-    from seed_gym.trainer.rescore import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
-
     return insert_skill(
         messages,
         skill,

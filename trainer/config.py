@@ -33,6 +33,7 @@ import tyro
 from seed_gym.registration import parse_env_kwargs
 from seed_gym.splits import SPLITS
 from seed_gym.trainer.algorithms import ALGORITHMS
+from seed_gym.trainer.models import bf16_is_fast
 
 # algorithm name -> one-line description (the classes are in algorithms.py)
 ALGOS: dict[str, str] = {name: cls.description for name, cls in ALGORITHMS.items()}
@@ -517,8 +518,6 @@ def smollm2_cpu() -> TrainConfig:
     measured CPU learning curve (``benchmarks/learning.py --config cpu``, README) and ``make demo``.
     bf16 autocast where the CPU has native bf16 (``models.bf16_is_fast``), fp32 elsewhere
     (emulated bf16 is ~13x slower). Other envs work too (``--env``); budgets are sized for EZPoints."""
-    from seed_gym.trainer.models import bf16_is_fast
-
     return TrainConfig(
         preset="smollm2-cpu",
         model="smollm2",

@@ -24,6 +24,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from seed_gym.trainer.distributed import full_state_dict
+from seed_gym.trainer.image_inputs import encode_image_prompt, image_inputs
 from seed_gym.trainer.logprobs import (
     MIN_SHARED_PREFIX,
     cache_field,
@@ -31,6 +33,7 @@ from seed_gym.trainer.logprobs import (
     shared_prefix_len,
     token_logprobs_from_logits,
 )
+from seed_gym.trainer.models import autocast
 
 Messages = list[dict[str, Any]]
 Prompt = list[int] | Messages
@@ -222,8 +225,6 @@ class HFEngine:
         ``model`` is FSDP-sharded); free when the engine shares the trainer's model."""
         if model is self.model:
             return
-        from seed_gym.trainer.distributed import full_state_dict
-
         self.model.load_state_dict(full_state_dict(model))
 
     def sleep(self) -> None:
@@ -275,8 +276,6 @@ class HFEngine:
     ) -> list[Generation]:
         """``generate`` for prompts with pictures: same seeding and batching, pixel values with
         the first forward pass of each chunk (the KV cache carries them afterwards)."""
-        from seed_gym.trainer.image_inputs import encode_image_prompt
-
         if len(images) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(images)} image lists")
         encoded = [
@@ -340,8 +339,6 @@ class HFEngine:
         row_images: list[Sequence[Any]] | None = None,
         no_repeat_ngram: int = 0,
     ) -> list[Generation]:
-        from seed_gym.trainer.models import autocast
-
         model = self.model
         device = next(model.parameters()).device
         n = len(prompts)
@@ -375,8 +372,6 @@ class HFEngine:
                 for t in range(max_new_tokens):
                     kwargs = {self._cache_field: cache} if cache is not None else {}
                     if t == 0 and row_images is not None:  # pictures: first pass only
-                        from seed_gym.trainer.image_inputs import image_inputs
-
                         kwargs.update(image_inputs(self.processor, row_images, device))
                     out = model(
                         input_ids=step_ids,

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from seed_gym import __version__
 from seed_gym.data import cache_dir
 from seed_gym.trainer.models import state_dict_sha256
 
@@ -40,8 +41,6 @@ VERSION = 1  # bump when what an eval writes changes
 def eval_key(cfg: Any, model: torch.nn.Module, split: str) -> str:
     """The cache key of evaluating ``model`` on ``split`` under ``cfg``."""
     import transformers
-
-    from seed_gym import __version__
 
     flags = cfg.flags()
     settings = {k: flags[k] for k in EVAL_FIELDS}

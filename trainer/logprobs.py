@@ -41,6 +41,8 @@ from typing import Any
 
 import torch
 
+from seed_gym.trainer.image_inputs import image_inputs
+
 
 @dataclass
 class Packed:
@@ -287,8 +289,6 @@ def response_logprobs(
             )
             vision = {}
             if images is not None:  # pixel values of this micro-batch's rows, in row order
-                from seed_gym.trainer.image_inputs import image_inputs
-
                 vision = image_inputs(processor, [images[i] for i in idx], device)
             lp, ent = packed_logprobs(
                 model,

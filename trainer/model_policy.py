@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
+from seed_gym.data import file_sha256
 from seed_gym.policies import _EpisodeStreams
 from seed_gym.trainer.engines import HFEngine
 from seed_gym.trainer.models import load_policy, model_dir, smollm2_dir, state_dict_sha256
@@ -23,8 +24,6 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 def weights_sha256(folder: str | Path) -> str:
     """sha256 over the weight files of a model folder: each file's relative name and content, in
     sorted order (configs and tokenizers are not weights and are left out)."""
-    from seed_gym.data import file_sha256
-
     folder = Path(folder)
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
     if not files:

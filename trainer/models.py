@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seed_gym.data import cache_dir
 from seed_gym.images import IMAGE_PLACEHOLDER
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -86,8 +87,6 @@ def smollm2_gguf() -> Path:
 
 def smollm2_dir() -> Path:
     import transformers
-
-    from seed_gym.data import cache_dir
 
     return cache_dir("models", f"smollm2-135m-instruct-tf{transformers.__version__}")
 

@@ -21,6 +21,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from seed_gym.trainer.models import load_policy
+
 
 class ChatBackend:
     """Model + tokenizer + a lock; ``complete`` answers one chat request body."""
@@ -33,7 +35,7 @@ class ChatBackend:
         self.lock = threading.Lock()
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        from seed_gym.trainer.chat_generate import chat_complete
+        from seed_gym.trainer.chat_generate import chat_complete  # torch; not at import time
 
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
@@ -169,8 +171,6 @@ def main(argv: list[str] | None = None) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-
-    from seed_gym.trainer.models import load_policy
 
     policy = load_policy(args.model)
     backend = ChatBackend(

@@ -26,6 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seed_gym.trainer.image_inputs import encode_image_prompt, is_processor
+from seed_gym.trainer.image_inputs import sanitize_skill as _sanitize
+from seed_gym.trainer.models import autocast
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 
 SKILL_HEADER = (
@@ -113,15 +116,13 @@ class TeacherScores:
 
 
 def default_encode_prompt(tokenizer: Any) -> Callable[[list[dict[str, Any]]], list[int]]:
-    from seed_gym.trainer.engines import encode_chat
+    from seed_gym.trainer.engines import encode_chat  # torch; rescore imports without it
 
     return lambda messages: encode_chat(tokenizer, messages)
 
 
 def _split_processor(tokenizer: Any) -> tuple[Any | None, Any]:
     """(processor, tokenizer): a vision-language policy passes its processor as ``tokenizer``."""
-    from seed_gym.trainer.image_inputs import is_processor
-
     if is_processor(tokenizer):
         return tokenizer, tokenizer.tokenizer
     return None, tokenizer
@@ -130,14 +131,10 @@ def _split_processor(tokenizer: Any) -> tuple[Any | None, Any]:
 def _image_encoder(
     processor: Any, images: Sequence[Any]
 ) -> Callable[[list[dict[str, Any]]], list[int]]:
-    from seed_gym.trainer.image_inputs import encode_image_prompt
-
     return lambda messages: encode_image_prompt(processor, messages, images)
 
 
 def sanitize_skill(skill: str | None, processor: Any) -> str | None:
-    from seed_gym.trainer.image_inputs import sanitize_skill as _sanitize
-
     return _sanitize(skill, processor)
 
 
@@ -220,7 +217,7 @@ def teacher_logprobs(
     """
     import torch
 
-    from seed_gym.trainer.logprobs import response_logprobs
+    from seed_gym.trainer.logprobs import response_logprobs  # torch
 
     processor, text_tokenizer = _split_processor(tokenizer)
     if pad_id is None:
@@ -319,8 +316,6 @@ def trajectory_teacher_logprobs(
     """Teacher logprobs per trajectory, per step (None where the trajectory has no skill or the
     step no response), and each trajectory's mean teacher gap (for the skill log). Call before
     the update: ``model`` is π_old."""
-    from seed_gym.trainer.models import autocast
-
     samples, texts, owner = flatten_with_skills(trajs, skills)
     texts = [t if s.response_ids else None for s, t in zip(samples, texts, strict=True)]
     with autocast(cfg.bf16):

@@ -25,6 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.stats import bootstrap_ci, paired_difference
+from seed_gym.trainer.distributed import is_sharded
+from seed_gym.trainer.skill_log import SkillLog, skill_records
+from seed_gym.trajlog import iteration_path, write_trajectories
+
 
 class Logger:
     """metrics.jsonl (append) + TensorBoard; a line per ``log`` call."""
@@ -87,8 +92,6 @@ def save_checkpoint(path: Path, model, optimizer, state: dict, *, main: bool = T
     (every rank calls this; ``main`` is the rank that writes ``path``), named in the payload, and
     older shard folders are removed only once the new payload is in place."""
     import torch
-
-    from seed_gym.trainer.distributed import is_sharded
 
     sharded = is_sharded(model)
     payload = {
@@ -199,8 +202,6 @@ def eval_summary(run_dir: Path, splits: tuple[str, ...]) -> list[str]:
     """Lines comparing the first and last eval of each split (``RUN_DIR/evals``): sampled
     success with a 95% interval (bootstrap over eval tasks, whose samples are correlated) and the
     paired gain with its interval. Empty when a split was evaluated fewer than twice."""
-    from seed_gym.stats import bootstrap_ci, paired_difference
-
     lines = []
     for split in splits:
         files = sorted((run_dir / "evals").glob(f"iter_*-{split}.jsonl"))
@@ -245,9 +246,6 @@ def write_iteration_logs(
 ) -> None:
     """``skills/iter_*.jsonl`` (when there are skills) and ``trajectories/iter_*.jsonl``. For
     skill-grpo the trajectory's skill is the one its actor saw."""
-    from seed_gym.trainer.skill_log import SkillLog, skill_records
-    from seed_gym.trajlog import iteration_path, write_trajectories
-
     if skills is not None:
         SkillLog(run_dir).write(
             iteration,

@@ -35,6 +35,7 @@ from seed_gym.seeding import derive_seed
 from seed_gym.trainer.analyzer import Skill, analyzer_kwargs, analyzer_messages
 from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
+from seed_gym.trainer.config import PRESETS, TrainConfig
 from seed_gym.trainer.engines import HFEngine, encode_chat
 from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
 from seed_gym.trainer.models import load_policy, save_policy
@@ -533,9 +534,6 @@ def stage1_done(out: str | Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """``seed-gym sft``: SEED Stage 1 on its own (the trainer runs it before ``--algo seed``)."""
-
-    from seed_gym.trainer.config import PRESETS, TrainConfig
-
     p = argparse.ArgumentParser(
         prog="seed-gym sft",
         description="SEED Stage 1: base rollouts -> annotate -> keep skills that help on a "

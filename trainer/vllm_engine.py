@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from seed_gym.trainer.distributed import full_state_dict
 from seed_gym.trainer.engines import Generation, Prompt, encode_chat
 
 logger = logging.getLogger(__name__)
@@ -59,8 +60,6 @@ def hf_weights(model) -> list[tuple[str, Any]]:
     A peft model must be merged first (``merge_adapter``); its wrapper prefixes and
     ``.base_layer`` infixes are removed and the adapter tensors dropped.
     """
-    from seed_gym.trainer.distributed import full_state_dict
-
     out = []
     peft = hasattr(model, "peft_config")
     for name, tensor in full_state_dict(model).items():

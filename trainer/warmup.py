@@ -42,15 +42,18 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+import seed_gym
+from seed_gym.data import cache_dir
 from seed_gym.registration import parse_env_kwargs
+from seed_gym.trainer.analyzer import analyzer_kwargs, analyzer_messages
+from seed_gym.trainer.annotators import PrivilegedAnnotator
+from seed_gym.trainer.models import bf16_is_fast, load_policy, save_policy
+from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.spec import DemoStep
-
-if TYPE_CHECKING:
-    from seed_gym.trainer.trajectory import Trajectory
 
 # bump when demonstrations or training change, so old cached models are not reused; it is also
 # part of the demonstrations' random stream, so a bump redraws them (tests pin outcomes per env)
@@ -73,8 +76,6 @@ def _play(
     env: Any, rng: np.random.Generator, env_id: str, task_id: str, e: int, noise: float, max_steps
 ) -> Episode:
     """One noisy-oracle episode of ``task_id`` through the agent env ``env``."""
-    from seed_gym.trainer.trajectory import StepSample, Trajectory
-
     spec = env.agent_spec
     env_seed = int(rng.integers(2**31))
     obs, info = env.reset(seed=env_seed, options={"task_id": task_id})
@@ -162,8 +163,6 @@ def play_demonstrations(
     """``n_episodes`` noisy-oracle episodes on a seeded subset of ``split``'s tasks (cycled if the
     split is smaller). ``noise`` is the share of steps that take a random admissible action (a list:
     episode ``e`` uses ``noise[e % len(noise)]``); ``stream`` picks an independent random stream."""
-    import seed_gym
-
     levels = noise if isinstance(noise, list) else [noise]
     if not levels or not all(0.0 <= x <= 1.0 for x in levels):
         raise ValueError(f"noise must be in [0, 1], got {noise}")
@@ -230,9 +229,6 @@ def analyzer_demonstrations(
     random actions only (failures: avoidance skills), on a random stream of their own.
     ``analyzer_kwargs`` (``max_prompt_tokens``, ``count_tokens``) must be the trainer's, so the
     prompts look exactly like Stage 2's (``analyzer.analyzer_kwargs``)."""
-    from seed_gym.trainer.analyzer import analyzer_messages
-    from seed_gym.trainer.annotators import PrivilegedAnnotator
-
     episodes = play_demonstrations(
         env_id, split, n_episodes, seed, history, modality, noise=[noise, 1.0], stream=1,
         env_kwargs=env_kwargs,
@@ -282,7 +278,7 @@ def format_warmup(
 
     import torch
 
-    from seed_gym.trainer.sft import sft_train
+    from seed_gym.trainer.sft import sft_train  # torch; warmup imports without it
 
     # One autocast region spans every optimizer step here, so its weight-cast cache must be off:
     # with it on, forwards keep using the bf16 copies of the weights from the first step while
@@ -364,8 +360,6 @@ def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
     given as a path is keyed by its resolved path (rebuild with ``force`` after changing it)."""
     import transformers
 
-    from seed_gym.data import cache_dir
-
     base_key = base if base in ("smollm2", "tiny") else str(Path(base).expanduser().resolve())
     key = json.dumps(
         {
@@ -398,8 +392,6 @@ def build_warmup_model(
     ``warmup.json`` in the folder records the settings, the demonstration counts and the losses."""
     import torch
 
-    from seed_gym.trainer.models import load_policy, save_policy
-
     settings = WarmupSettings(**{**asdict(settings or WarmupSettings()), **overrides})
     out = warmup_dir(env_id, base, settings)
     if (out / "config.json").exists() and (out / "warmup.json").exists() and not force:
@@ -419,8 +411,6 @@ def build_warmup_model(
     )
     policy = load_policy(base, seed=settings.seed)
     if settings.analyzer_episodes:
-        from seed_gym.trainer.analyzer import analyzer_kwargs
-
         rows += analyzer_demonstrations(
             env_id,
             settings.split,
@@ -496,8 +486,7 @@ def warmup_for_config(cfg: Any) -> Path:
 
 # --- CLI ----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.trainer.config import OPDConfig
-    from seed_gym.trainer.models import bf16_is_fast
+    from seed_gym.trainer.config import OPDConfig  # tyro (config), for this CLI only
 
     d = WarmupSettings()
     p = argparse.ArgumentParser(

@@ -19,7 +19,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from seed_gym.registration import agent_spec
+from seed_gym.wrappers.agent import make_agent_env
 from seed_gym.wrappers.pool_errors import EnvPoolError, WorkerDiedError
+from seed_gym.wrappers.ray_pool import RayEnvPool
 
 BACKENDS = ("local", "subprocess", "ray")
 
@@ -149,8 +152,6 @@ class EnvPool:
         if ray_kwargs and backend != "ray":
             raise TypeError(f"unexpected arguments for the {backend} backend: {sorted(ray_kwargs)}")
         if backend == "ray":
-            from seed_gym.wrappers.ray_pool import RayEnvPool
-
             self._ray = RayEnvPool(factories, **ray_kwargs)
             return
         if backend == "local":
@@ -331,9 +332,6 @@ def make_group_pool(
     """B = ``len(tasks)`` tasks × G = ``group_size`` agent envs; env ``b*G + g`` is copy g of
     ``tasks[b]``, and resets pin that task unless ``options`` name another. ``env_kwargs`` go to
     the env constructor (``--env-kwarg``); ``pool_kwargs`` to ``EnvPool``."""
-    from seed_gym.registration import agent_spec
-    from seed_gym.wrappers.agent import make_agent_env
-
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     factory = functools.partial(

@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 
 from seed_gym.data import cache_dir, file_sha256, write_json_atomic
+from seed_gym.envs.alfworld.accel import TranslationCache
+from seed_gym.envs.alfworld.engine import Engine, Game
 from seed_gym.envs.alfworld.generate import (
     GENERATOR_VERSION,
     TASK_TYPES,
@@ -141,9 +143,6 @@ _ENGINE = None
 def _engine():
     global _ENGINE
     if _ENGINE is None:
-        from seed_gym.envs.alfworld.accel import TranslationCache
-        from seed_gym.envs.alfworld.engine import Engine
-
         _ENGINE = Engine(TranslationCache(translation_dir(), maxsize=4))
     return _ENGINE
 
@@ -151,8 +150,6 @@ def _engine():
 def validate(game_path: Path, task_id: str, task_type: str) -> list[str]:
     """The expert's winning plan, executed through the real engine; raises ``ValueError`` (or
     ``GameFileError``) saying why a game is not fit for a split."""
-    from seed_gym.envs.alfworld.engine import Game
-
     engine = _engine()
     engine.load(Game(task_id, game_path, task_type))
     frame = engine.reset()

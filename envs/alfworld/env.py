@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from seed_gym.core import SeedEnv
+from seed_gym.envs.alfworld.accel import TranslationCache
 from seed_gym.envs.alfworld.engine import NOTHING_HAPPENS, Engine, Frame, Game, read_json
 from seed_gym.envs.alfworld.generate import GENERATOR_VERSION, TASK_TYPES
 from seed_gym.envs.alfworld.layout import SPLIT_DIRS
@@ -99,6 +100,7 @@ class ALFWorldEnv(SeedEnv):
         if real is not None:
             self._json_root, self._meta = real, source_info(real)
             return
+        # lazy: `python -m seed_gym.envs.alfworld.build` imports this package first (runpy)
         from seed_gym.envs.alfworld.build import build_suite, default_train_size
 
         n_train = self.train_size or default_train_size()
@@ -116,6 +118,7 @@ class ALFWorldEnv(SeedEnv):
             self._resolve()
             assert self._json_root is not None
             if self._meta.get("source") == "generated" and "train_size" in self._meta:
+                # lazy: `python -m seed_gym.envs.alfworld.build` imports this package first (runpy)
                 from seed_gym.envs.alfworld.build import suite_games
 
                 n = self._meta["train_size"] if split == "train" else None
@@ -158,7 +161,7 @@ class ALFWorldEnv(SeedEnv):
         if len(self._engines) >= self.pool_size:
             _, engine = self._engines.popitem(last=False)
         else:
-            from seed_gym.envs.alfworld.accel import TranslationCache
+            # lazy: `python -m seed_gym.envs.alfworld.build` imports this package first (runpy)
             from seed_gym.envs.alfworld.build import translation_dir
 
             engine = Engine(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seed_gym.data import cache_dir, file_sha256, write_json_atomic
 from seed_gym.envs.search import kb, wiki
 from seed_gym.envs.search.corpus import Corpus
 from seed_gym.envs.search.questions import QAItem
@@ -32,8 +33,6 @@ SEEN_PER_STYLE = 150
 
 
 def offline_dir(seed: int = 0) -> Path:
-    from seed_gym.data import cache_dir
-
     return cache_dir("search", VERSION if seed == 0 else f"{VERSION}-seed{seed}")
 
 
@@ -75,8 +74,6 @@ def _version(package: str) -> str | None:
 
 def build_corpora(force: bool = False, seed: int = 0, **_: object) -> Path:
     """Build (or find) the offline data folder and return it."""
-    from seed_gym.data import file_sha256, write_json_atomic
-
     folder = offline_dir(seed)
     if (folder / "manifest.json").exists() and not force:
         return folder

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from seed_gym.envs.search.build import build_corpora
 from seed_gym.envs.search.corpus import Corpus
 from seed_gym.envs.search.loaders import discover_splits, load_corpus
 from seed_gym.envs.search.questions import SEARCH_R1_TRAIN, QAItem
@@ -51,12 +52,7 @@ def load_dataset(
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
-        if data == "offline":
-            from seed_gym.envs.search.build import build_corpora
-
-            root = build_corpora()
-        else:
-            root = Path(data).expanduser()
+        root = build_corpora() if data == "offline" else Path(data).expanduser()
         splits = discover_splits(root, tuple(train_datasets))
         corpus_path = Path(corpus).expanduser() if corpus else None
         if corpus_path is None:

@@ -27,6 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
+from seed_gym.data import cache_dir
 from seed_gym.envs.search.corpus import Corpus, Passage
 
 EXTRA_HINT = "install the search extra: pip install 'seed-gym[search]'"
@@ -45,8 +46,6 @@ class Retriever(Protocol):
 
 
 def _index_dir(kind: str, corpus: Corpus) -> Path:
-    from seed_gym.data import cache_dir
-
     return cache_dir("search", "index") / f"{kind}-{corpus.fingerprint[:20]}"
 
 

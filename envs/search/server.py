@@ -25,8 +25,10 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from seed_gym.envs.search.dataset import load_dataset
+from seed_gym.envs.search.loaders import load_corpus
 from seed_gym.envs.search.protocol import MAX_QUERY_CHARS
-from seed_gym.envs.search.retrieval import Retriever
+from seed_gym.envs.search.retrieval import Retriever, make_retriever
 
 MAX_TOPK = 100
 MAX_QUERIES = 1024
@@ -164,10 +166,6 @@ class RetrievalServer(ThreadingHTTPServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from seed_gym.envs.search.dataset import load_dataset
-    from seed_gym.envs.search.loaders import load_corpus
-    from seed_gym.envs.search.retrieval import make_retriever
-
     p = argparse.ArgumentParser(
         prog="python -m seed_gym.envs.search.server", description=__doc__.splitlines()[0]
     )

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from seed_gym.data import cache_dir, file_sha256, read_json, write_json_atomic
+from seed_gym.envs.webshop.generate import generate
 
 CATALOG_VERSION = "1"
 DEFAULT_PRODUCTS = 1000
@@ -44,8 +45,6 @@ def build_catalog(
     force: bool = False, n_products: int = DEFAULT_PRODUCTS, seed: int = 0, **_: object
 ) -> Path:
     """Generate (or reuse) the catalog of ``n_products`` products; returns its folder."""
-    from seed_gym.envs.webshop.generate import generate
-
     path = catalog_dir(n_products, seed)
     if is_built(path) and not force:
         return path

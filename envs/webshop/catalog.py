@@ -13,9 +13,11 @@ from pathlib import Path
 
 from seed_gym.data import read_json
 from seed_gym.envs.webshop import vocab
+from seed_gym.envs.webshop.build import build_catalog
 from seed_gym.envs.webshop.goals import human_goals, synthetic_goals
 from seed_gym.envs.webshop.loader import find_files, load_human_instructions, load_products
 from seed_gym.envs.webshop.records import Goal, Product
+from seed_gym.envs.webshop.search import SEARCH_RETURN_N, SearchIndex
 
 REAL_DATA_UNSEEN = ("garden",)
 """Held-out category for the real WebShop data, whose ``category`` values are beauty,
@@ -47,14 +49,10 @@ class Catalog:
         if self._index is None:
             with self._lock:
                 if self._index is None:
-                    from seed_gym.envs.webshop.search import SearchIndex
-
                     self._index = SearchIndex(self.products)
         return self._index
 
     def search(self, query: str, top_k: int | None = None) -> list[Product]:
-        from seed_gym.envs.webshop.search import SEARCH_RETURN_N
-
         hits = self.index.search(query, top_k or SEARCH_RETURN_N)
         return [self.products[i] for i in hits]
 
@@ -81,8 +79,6 @@ def load_catalog(
         if key in _CACHE:
             return _CACHE[key]
     if data_dir is None:
-        from seed_gym.envs.webshop.build import build_catalog
-
         num_products = num_products or 1000
         folder = build_catalog(n_products=num_products, seed=seed)
         meta = read_json(folder / "manifest.json", "WebShop catalog manifest")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 
 from seed_gym.envs.webshop.records import Goal, Product, int_hash, unit_hash
+from seed_gym.envs.webshop.reward import option_matches
 
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 NO_PRICE_BOUND = 1_000_000.0
@@ -79,8 +80,6 @@ def _rewardable(name: str, value: str) -> bool:
     """Whether buying ``value`` satisfies the goal option ``name: value`` under ``goal.py``'s
     rule: not always (goal ``sandalwood`` is compared as ``"scent sandalwood"`` with the clicked
     value colour-normalised to ``sand``)."""
-    from seed_gym.envs.webshop.reward import option_matches
-
     return option_matches({name: value}, {name: value}, "goal.py") == 1
 
 

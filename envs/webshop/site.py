@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from seed_gym.envs.webshop.engine import Element, Engine, Page, Session
+from seed_gym.envs.webshop.env import WebShopEnv
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d1f23; }
@@ -173,8 +174,6 @@ def create_app(
         from flask import Flask, Response, abort, redirect, request
     except ImportError as e:  # pragma: no cover - depends on the install
         raise ImportError("the WebShop site needs Flask: pip install 'seed-gym[webshop]'") from e
-    from seed_gym.envs.webshop.env import WebShopEnv
-
     env = WebShopEnv(split=split, **(env_kwargs or {}))
     engine: Engine = env.engine
     catalog = env.catalog
