@@ -173,17 +173,18 @@ def test_eval_cache_key_covers_every_weight_and_unreadable_entries_are_recompute
     import torch
 
     from seed_gym.trainer import eval_cache
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.models import load_policy, state_dict_sha256
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
     cfg, model = _cfg(tmp_path, "k"), load_policy("tiny", seed=0).model
-    key = eval_cache.eval_key(cfg, model, "seen")
-    assert key == eval_cache.eval_key(cfg, model, "seen")
-    assert key != eval_cache.eval_key(cfg, model, "unseen")
-    assert key != eval_cache.eval_key(_cfg(tmp_path, "k", eval_tasks=3), model, "seen")
+    key = eval_cache.eval_key(cfg, state_dict_sha256(model), "seen")
+    assert key == eval_cache.eval_key(cfg, state_dict_sha256(model), "seen")
+    assert key != eval_cache.eval_key(cfg, state_dict_sha256(model), "unseen")
+    other_cfg = _cfg(tmp_path, "k", eval_tasks=3)
+    assert key != eval_cache.eval_key(other_cfg, state_dict_sha256(model), "seen")
     with torch.no_grad():
         next(model.parameters()).view(-1)[0] += 1e-3
-    assert key != eval_cache.eval_key(cfg, model, "seen")
+    assert key != eval_cache.eval_key(cfg, state_dict_sha256(model), "seen")
     path = eval_cache.store_eval(key, eval_cache.CachedEval({"eval/seen/success": 0.5}, []))
     assert eval_cache.load_eval(key).metrics == {"eval/seen/success": 0.5}
     path.write_text('{"metrics": ')  # cut by a kill or a full disk

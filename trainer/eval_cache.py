@@ -27,7 +27,6 @@ import torch
 
 from seed_gym import __version__
 from seed_gym.data import cache_dir
-from seed_gym.trainer.models import state_dict_sha256
 
 # the config flags an eval's outcome depends on (besides the weights)
 EVAL_FIELDS = (
@@ -38,8 +37,9 @@ EVAL_FIELDS = (
 VERSION = 1  # bump when what an eval writes changes
 
 
-def eval_key(cfg: Any, model: torch.nn.Module, split: str) -> str:
-    """The cache key of evaluating ``model`` on ``split`` under ``cfg``."""
+def eval_key(cfg: Any, weights: str, split: str) -> str:
+    """The cache key of evaluating weights with digest ``weights`` (``state_dict_sha256``) on
+    ``split`` under ``cfg``."""
     import transformers
 
     flags = cfg.flags()
@@ -51,7 +51,7 @@ def eval_key(cfg: Any, model: torch.nn.Module, split: str) -> str:
         machine=[platform.machine(), torch.backends.cpu.get_cpu_capability()],
     )
     text = json.dumps(settings, sort_keys=True, default=list)
-    return hashlib.sha256(f"{state_dict_sha256(model)}|{text}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{weights}|{text}".encode()).hexdigest()[:32]
 
 
 @dataclasses.dataclass

@@ -45,7 +45,7 @@ from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import TrainConfig, parse_args
 from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
 from seed_gym.trainer.logprobs import response_logprobs
-from seed_gym.trainer.models import autocast
+from seed_gym.trainer.models import autocast, state_dict_sha256
 from seed_gym.trainer.plan import dry_run
 from seed_gym.trainer.rescore import trajectory_teacher_logprobs
 from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
@@ -121,8 +121,10 @@ def run_eval(run: Run, iteration: int) -> dict[str, float]:
     under the same settings is read back instead (``eval_cache.py``)."""
     cfg, t0 = run.cfg, time.perf_counter()
     metrics: dict[str, float] = {}
+    cached_start = cfg.eval.cache and iteration == 0
+    weights = state_dict_sha256(run.policy.model) if cached_start else None  # once, not per split
     for split in cfg.eval.splits:
-        key = eval_key(cfg, run.policy.model, split) if cfg.eval.cache and iteration == 0 else None
+        key = eval_key(cfg, weights, split) if weights else None
         cached = load_eval(key) if key else None
         if cached is not None:
             split_metrics, rows = cached.metrics, cached.rows
