@@ -48,16 +48,14 @@ def main() -> None:
 
     torch.set_num_threads(a.threads)
     cfg = PRESETS[a.preset]().replace(progress=False)
+    rollout = cfg.rollout
     source = str(warmup_for_config(cfg)) if cfg.warmup.episodes else cfg.model
     policy = load_policy(source, seed=0)
     engine = HFEngine(
-        policy.model, policy.tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16
+        policy.model, policy.tokenizer, max_batch=rollout.gen_batch, autocast_bf16=cfg.bf16
     )
-    tasks = task_ids(cfg.env, "train")[: cfg.rollout.tasks_per_iter]
-    pool = make_group_pool(
-        cfg.env, tasks, cfg.rollout.group_size, split="train", modality=cfg.modality
-    )
-    rollout = cfg.rollout
+    tasks = task_ids(cfg.env, "train")[: rollout.tasks_per_iter]
+    pool = make_group_pool(cfg.env, tasks, rollout.group_size, split="train", modality=cfg.modality)
     sampling = SamplingParams(rollout.max_new_tokens, rollout.temperature, 1.0)
     try:
         trajs = collect(pool, engine, tasks, [derive_seed(0, 1, b) for b in range(len(tasks))],

@@ -106,9 +106,7 @@ def memory_plan(shape: ModelShape, cfg: Any, budget: Budget, world: int) -> dict
         "gradients": trainable * 4 / shard,
         "optimizer": trainable * 8 / shard,  # AdamW m and v in fp32
     }
-    if (
-        cfg.optim.kl_coef > 0 and not lora
-    ):  # a frozen bf16 copy; under LoRA the base is the reference
+    if cfg.optim.kl_coef > 0 and not lora:  # a frozen bf16 copy; under LoRA the base is it
         out["reference"] = p * 2 / shard
     if cfg.system.fsdp:  # the gathered bf16 weights of the layers in flight (this one and the next)
         out["unsharded layers"] = 2 * 2 * (p - shape.vocab * shape.hidden) / shape.layers

@@ -162,9 +162,8 @@ def build_policy(
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     sampler = copy.deepcopy(model) if cfg.system.fsdp and cfg.system.engine == "hf" else model
     ref = None
-    if (
-        algorithm.trains and cfg.optim.kl_coef > 0 and lora is None
-    ):  # LoRA: the reference is the base
+    # the frozen KL reference; under LoRA the base weights (adapters off) are the reference
+    if algorithm.trains and cfg.optim.kl_coef > 0 and lora is None:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     if cfg.system.fsdp:
         shard_model(model, dist, device=device, bf16=cfg.bf16)
