@@ -25,9 +25,14 @@ def test_every_flat_field_is_still_a_flag_with_its_value():
     assert TrainConfig().flags() == {k: _tuples(v) for k, v in FLAT["default"].items()}
 
 
+# preset values changed on purpose since the golden file was written (CHANGELOG)
+CHANGED_SINCE = {"smollm2-cpu": {"max_new_tokens": 64}}  # 0.3.0: the warm-up's longer thoughts
+
+
 @pytest.mark.parametrize("name", sorted(set(FLAT) - {"default"}))
 def test_presets_are_what_they_were_before_the_groups(name):
     now, before = PRESETS[name]().flags(), {k: _tuples(v) for k, v in FLAT[name].items()}
+    before.update(CHANGED_SINCE.get(name, {}))
     if name == "smollm2-cpu":  # bf16 where this CPU runs it natively (models.bf16_is_fast)
         now.pop("bf16"), before.pop("bf16")
     assert now == before

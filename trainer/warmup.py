@@ -57,9 +57,10 @@ from seed_gym.wrappers.spec import DemoStep
 
 # bump when demonstrations or training change, so old cached models are not reused; it is also
 # part of the demonstrations' random stream, so a bump redraws them (tests pin outcomes per env)
-WARMUP_VERSION = 4  # 3: analyzer prompts state the outcome in words and the env return; 4: the
+WARMUP_VERSION = 5  # 3: analyzer prompts state the outcome in words and the env return; 4: the
 # EZPoints reward change (0.2.0) changed the noisy demonstrations under the same key, and SFT
-# micro-batches are grouped by prompt (sft.micro_batches)
+# micro-batches are grouped by prompt (sft.micro_batches); 5: EZPoints' demonstrations write out the
+# sum and the product before the operator (templates/ezpoints.reasoning)
 
 
 # --- demonstrations -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from seed_gym.envs.ezpoints import TARGET_POINTS
 from seed_gym.images import IMAGE_PLACEHOLDER
 from seed_gym.wrappers.phrasing import listing
 from seed_gym.wrappers.spec import (
@@ -153,15 +154,28 @@ _FACE = {"Ace": 1, "Jack": 10, "Queen": 10, "King": 10}
 
 
 def reasoning(step: DemoStep) -> str:
-    """The card values (as the rules define them), the formula so far, the token to append."""
+    """The card values (as the rules define them), the formula so far, the token to append; when
+    the formula is one card (the operator comes next), the sum instead and, unless the sum is the
+    target, the product: the arithmetic that picks the operator, written out so that the clone learns to
+    compute it rather than to remember which card pairs take ``*`` (the unseen split holds pairs
+    train never deals)."""
     parts = []
     cards = _CARD.findall(step.anchor)
-    if len(cards) == 2:
-        values = [_FACE.get(c, c) for c in cards]
+    values = [int(_FACE.get(c, c)) for c in cards] if len(cards) == 2 else []
+    if values:
         parts.append(f"The cards count {values[0]} and {values[1]}.")
     formula = re.search(r"Formula:(.*)", step.anchor)
     so_far = formula.group(1).strip() if formula else ""
-    parts.append(f"The formula so far is '{so_far}'." if so_far else "The formula is empty.")
+    if values and so_far in {str(v) for v in values}:  # one card down: the operator is next
+        a = int(so_far)
+        b = values[1] if values[0] == a else values[0]
+        total = f"{a} + {b} = {a + b}"
+        if a + b == TARGET_POINTS:
+            parts.append(f"{total}.")
+        else:
+            parts.append(f"{total}, not {TARGET_POINTS}; {a} * {b} = {a * b}.")
+    else:
+        parts.append(f"The formula so far is '{so_far}'." if so_far else "The formula is empty.")
     parts.append(f"I append {step.action}.")
     return " ".join(parts)
 
