@@ -1,6 +1,6 @@
 """Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
 
-    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~1.5 hours, 2 cores
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~110 min, 2 cores
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
     python benchmarks/learning.py --smoke --out /tmp/lb                     # 2 iterations, tiny
 
