@@ -154,11 +154,11 @@ _FACE = {"Ace": 1, "Jack": 10, "Queen": 10, "King": 10}
 
 
 def reasoning(step: DemoStep) -> str:
-    """The card values (as the rules define them), the formula so far, the token to append; when
-    the formula is one card (the operator comes next), the sum instead and, unless the sum is the
-    target, the product: the arithmetic that picks the operator, written out so that the clone learns to
-    compute it rather than to remember which card pairs take ``*`` (the unseen split holds pairs
-    train never deals)."""
+    """The card values (as the rules define them), the formula so far, the token to append.
+    When the formula is one card (the operator comes next) the sum replaces the formula, and the
+    product follows unless the sum is the target: the arithmetic that picks the operator, written
+    out so that the clone learns to compute it rather than to remember which card pairs take
+    ``*`` (the unseen pairs are never dealt in train; docs/training.md measures the difference)."""
     parts = []
     cards = _CARD.findall(step.anchor)
     values = [int(_FACE.get(c, c)) for c in cards] if len(cards) == 2 else []
