@@ -23,9 +23,10 @@ if ! "$py" -c "import vllm" 2>/dev/null; then
   # PyPI's torchvision/torchaudio/torchcodec fail to load beside the CPU torch and break transformers
   "$py" -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 fi
-# seed-gym itself without its extras (they would pull a different stack), plus what the tests import
+# seed-gym itself without its extras (they would pull a different stack), plus what the tests and
+# benchmarks/bench_engines.py import (tyro: the trainer config)
 "$py" -m pip install -q --no-deps -e .
-"$py" -m pip install -q "gymnasium==1.4.*" "pillow>=10" "tqdm>=4.66" "pytest>=8" "peft>=0.13"
+"$py" -m pip install -q "gymnasium==1.4.*" "pillow>=10" "tqdm>=4.66" "pytest>=8" "peft>=0.13" "tyro>=0.9"
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 # addopts of pyproject name pytest-benchmark's flag, which this venv does not have
 exec "$py" -m pytest tests/test_vllm_engine.py -q -o addopts="-ra" -p no:cacheprovider "$@"
