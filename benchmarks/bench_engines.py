@@ -89,7 +89,6 @@ def main() -> None:
             max_model_len=2048,
         )
         start_s["vllm"] = time.perf_counter() - t0
-    torch.set_num_threads(a.threads)  # vLLM's worker may have set its own
     tasks = task_ids(cfg.env, "train")[: rollout.tasks_per_iter]
     seeds = [derive_seed(0, 1, b) for b in range(len(tasks))]
     sampling = SamplingParams(rollout.max_new_tokens, rollout.temperature, 1.0)
