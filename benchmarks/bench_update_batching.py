@@ -33,35 +33,13 @@ def main() -> None:
 
     import numpy as np
     import torch
+    from preset_rollouts import preset_rollouts
 
-    from seed_gym.registration import task_ids
-    from seed_gym.seeding import derive_seed
     from seed_gym.trainer.advantages import grpo_advantages
-    from seed_gym.trainer.collect import SamplingParams, collect
-    from seed_gym.trainer.config import PRESETS
-    from seed_gym.trainer.engines import HFEngine
     from seed_gym.trainer.logprobs import pack, prompt_order
-    from seed_gym.trainer.models import load_policy
     from seed_gym.trainer.update import Sample, micro_batch_loss
-    from seed_gym.trainer.warmup import warmup_for_config
-    from seed_gym.wrappers.pool import make_group_pool
 
-    torch.set_num_threads(a.threads)
-    cfg = PRESETS[a.preset]().replace(progress=False)
-    rollout = cfg.rollout
-    source = str(warmup_for_config(cfg)) if cfg.warmup.episodes else cfg.model
-    policy = load_policy(source, seed=0)
-    engine = HFEngine(
-        policy.model, policy.tokenizer, max_batch=rollout.gen_batch, autocast_bf16=cfg.bf16
-    )
-    tasks = task_ids(cfg.env, "train")[: rollout.tasks_per_iter]
-    pool = make_group_pool(cfg.env, tasks, rollout.group_size, split="train", modality=cfg.modality)
-    sampling = SamplingParams(rollout.max_new_tokens, rollout.temperature, 1.0)
-    try:
-        trajs = collect(pool, engine, tasks, [derive_seed(0, 1, b) for b in range(len(tasks))],
-                        sampling=sampling, seed=0, max_turns=rollout.max_turns)  # fmt: skip
-    finally:
-        pool.close()
+    cfg, policy, _, trajs = preset_rollouts(a.preset, a.threads)
     adv = grpo_advantages(trajs, mode=cfg.optim.advantage, std_normalize=cfg.optim.std_normalize)
     samples = [
         Sample(step, x, step.old_logprobs)

@@ -336,3 +336,20 @@ def tiny_policy():
     from seed_gym.trainer.models import load_policy
 
     return load_policy("tiny", seed=0)
+
+
+def test_structured_answers_are_the_same_with_the_chat_prefilled_once(tiny_policy, monkeypatch):
+    from seed_gym.trainer.analyzer import structured_generate_fn
+    from seed_gym.trainer.engines import HFEngine
+
+    engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
+    chats = [
+        analyzer_messages(
+            traj([step(f"obs {k}", "<think>a</think><action>up</action>", "up")], won=bool(k % 2))
+        )
+        for k in range(3)
+    ]
+    once = structured_generate_fn(engine, max_new_tokens=10)(chats)
+    monkeypatch.setattr(HFEngine, "supports_prompt_kv", False)
+    twice = structured_generate_fn(engine, max_new_tokens=10)(chats)
+    assert once == twice

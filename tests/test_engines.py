@@ -295,3 +295,46 @@ def test_samples_follow_the_model_distribution(policy):
     nll = -torch.tensor([g.logprobs[0] for g in gens])
     assert len({g.ids[0] for g in gens}) > 100  # near-uniform random model: many distinct tokens
     assert float(nll.mean()) == pytest.approx(float(ent[0][0]), abs=0.15)
+
+
+def test_a_prompt_that_extends_a_cached_prompt_runs_only_the_extension(policy, monkeypatch):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    tok = policy.tokenizer
+    firsts = [
+        tok(f"Your task is to: analyze episode {k}. " * (k + 2))["input_ids"] for k in range(3)
+    ]
+    ext = [tok(f" The answer {k} is")["input_ids"] for k in range(3)]
+    head = engine.generate(firsts, max_new_tokens=5, temperature=0.0, keep_prompt_kv=True)
+    assert all(g.prompt_kv is not None for g in head)
+    # the second call's prompts: row 0 and 2 extend their first prompt, row 1 is unrelated
+    seconds = [firsts[0] + ext[0], ext[1] + firsts[1], firsts[2] + ext[2]]
+    seen = []
+    real = engine._generate_batch
+    monkeypatch.setattr(
+        engine, "_generate_batch", lambda p, *a, **k: seen.append(p) or real(p, *a, **k)
+    )
+    reused = engine.generate(
+        seconds, max_new_tokens=6, temperature=0.0, past=[g.prompt_kv for g in head]
+    )
+    # one batch of the two extensions (their new tokens only), one of the whole unrelated prompt
+    assert sorted(map(len, seen[0])) == sorted([len(ext[0]), len(ext[2])])
+    assert seen[1] == [seconds[1]]
+    whole = engine.generate(seconds, max_new_tokens=6, temperature=0.0)
+    assert [g.ids for g in reused] == [g.ids for g in whole]
+    assert [g.prompt_ids for g in reused] == seconds
+    for a, b in zip(reused, whole, strict=True):
+        torch.testing.assert_close(
+            torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4, rtol=1e-4
+        )
+
+
+def test_past_must_match_the_prompts(policy):
+    engine = HFEngine(policy.model, policy.tokenizer)
+    head = engine.generate([[5, 6, 7]], max_new_tokens=2, temperature=0.0, keep_prompt_kv=True)
+    with pytest.raises(ValueError, match="past"):
+        engine.generate([[5, 6, 7, 8], [9]], max_new_tokens=2, past=[head[0].prompt_kv])
+    # the same prompt again is not an extension: prefilled whole, same greedy tokens
+    again = engine.generate(
+        [[5, 6, 7]], max_new_tokens=2, temperature=0.0, past=[head[0].prompt_kv]
+    )
+    assert again[0].ids == head[0].ids

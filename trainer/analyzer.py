@@ -381,9 +381,14 @@ def structured_generate_fn(
         ]
         pieces = skeleton_pieces()
         fields: list[list[str]] = [[] for _ in chats]
+        # an engine that keeps prompt KV caches prefills the chat once: each later field's prompt
+        # (the chat, the answer so far) runs only what it adds to the previous field's prompt
+        reuse = getattr(engine, "supports_prompt_kv", False)
+        past = None
         for k in range(len(SKILL_FIELDS)):
             texts = [t + pieces[k] for t in texts]
             ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+            more = reuse and k + 1 < len(SKILL_FIELDS)
             gens = engine.generate(
                 ids,
                 max_new_tokens=max_new_tokens,
@@ -391,7 +396,10 @@ def structured_generate_fn(
                 stop=('"',),
                 seed=0,
                 no_repeat_ngram=no_repeat_ngram,
+                **({"keep_prompt_kv": True} if more else {}),
+                **({"past": past} if past else {}),
             )
+            past = [g.prompt_kv for g in gens] if more else None
             for i, g in enumerate(gens):
                 value = g.text[: g.text.index('"')] if '"' in g.text else g.text
                 value = clean(value.rstrip("\\"))  # (an escape cut in half by the stop)

@@ -16,6 +16,7 @@ Conventions every engine follows:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,28 @@ class Generation:
     text: str  # decoded, cut right after the stop string
     finish_reason: str = "length"  # "stop" (stop string), "eos" or "length"
     prompt_ids: list[int] = dataclasses.field(default_factory=list)  # the ids the model saw
+    # (the prompt's KV cache, this row in it): with ``HFEngine.generate(..., keep_prompt_kv=True)``
+    prompt_kv: tuple[PromptKV, int] | None = dataclasses.field(default=None, repr=False)
+
+
+@dataclass
+class PromptKV:
+    """The KV cache of one batch of prompts right after their prefill, before any sampled token
+    (``HFEngine.generate(..., keep_prompt_kv=True)``). A later call whose prompt *extends* row r's
+    prompt passes ``past=`` and runs only the extension: the structured analyzer's second field
+    continues the first one's prompt (chat + the answer so far) without prefilling it again."""
+
+    cache: Any  # the model's cache object over the batch's rows
+    attention: torch.Tensor  # [n, K] the mask over the cached columns (left pads 0)
+    last_pos: torch.Tensor  # [n] position id of each row's last prompt token
+    prompts: list[list[int]]  # [n] each row's full prompt ids
+
+    def select(self, rows: list[int]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """(a copy of the cache holding ``rows`` only, their mask [r, K], last positions [r])."""
+        sel = torch.as_tensor(rows, dtype=torch.long, device=self.attention.device)
+        cache = copy.deepcopy(self.cache)
+        cache.batch_select_indices(sel)
+        return cache, self.attention[sel], self.last_pos[sel]
 
 
 @runtime_checkable
@@ -185,6 +208,8 @@ class HFEngine:
             counts in the reported logprobs, as top-p's does).
     """
 
+    supports_prompt_kv = True  # ``generate(..., keep_prompt_kv=, past=)``
+
     def __init__(
         self,
         model,
@@ -249,13 +274,19 @@ class HFEngine:
         seed: int | Sequence[int] | None = None,
         images: Sequence[Sequence[Any]] | None = None,
         no_repeat_ngram: int = 0,
+        keep_prompt_kv: bool = False,
+        past: Sequence[tuple[PromptKV, int] | None] | None = None,
     ) -> list[Generation]:
         """``seed``: of the call (each prompt gets its own stream from it) or one per prompt.
         ``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
         needs the engine's ``processor``. ``no_repeat_ngram`` n > 0 never samples a token that
         would repeat an n-gram of the completion (Hugging Face's ``no_repeat_ngram_size``): a
         guard against degenerate loops for text nobody trains on (the analyzer's answers); the
-        reported logprobs are then not the sampling distribution's."""
+        reported logprobs are then not the sampling distribution's.
+        ``keep_prompt_kv``: each ``Generation.prompt_kv`` keeps its prompt's KV cache (text
+        prompts); ``past[i]``, such a handle from an earlier call, lets prompt i run only what it
+        adds to that call's prompt when it starts with it (else it is prefilled whole). Greedy
+        outputs match a whole prefill up to floating-point rounding."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if not 0.0 < top_p <= 1.0:
@@ -268,8 +299,9 @@ class HFEngine:
             )
         encoded = [self._encode(p) for p in prompts]
         return self._generate_encoded(
-            encoded, None, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
-        )
+            encoded, None, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram,
+            keep_kv=keep_prompt_kv, past=past,
+        )  # fmt: skip
 
     def _generate_with_images(
         self, prompts, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram
@@ -287,10 +319,12 @@ class HFEngine:
         )
 
     def _generate_encoded(
-        self, encoded, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram=0
-    ) -> list[Generation]:
+        self, encoded, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram=0,
+        *, keep_kv: bool = False, past: Sequence[tuple[PromptKV, int] | None] | None = None,
+    ) -> list[Generation]:  # fmt: skip
         """Seed, length-sort and chunk already-encoded prompts (``images``: one list per prompt,
-        or None for text only) through ``_generate_batch``; results in prompt order."""
+        or None for text only) through ``_generate_batch``; results in prompt order. Prompts
+        that extend their ``past`` prompt run first, one batch per cached chunk."""
         if any(len(p) == 0 for p in encoded):
             raise ValueError("empty prompt")
         # one random stream per prompt, from (seed, position in ``prompts``) or given per prompt:
@@ -307,25 +341,81 @@ class HFEngine:
                 int(s >> 2)
                 for s in np.random.SeedSequence(int(seed)).generate_state(len(encoded), np.uint64)
             ]
-        # similar lengths share a chunk so little compute goes to padding
-        order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i]), i))
         out: list[Generation | None] = [None] * len(encoded)
+        args = (max_new_tokens, temperature, top_p, list(stop))
+        for kv, rows in self._extensions(encoded, past).values():
+            idx = [i for i, _ in rows]
+            chunk, snap = self._generate_batch(
+                [encoded[i][len(kv.prompts[r]) :] for i, r in rows], *args,
+                [row_seeds[i] for i in idx], no_repeat_ngram=no_repeat_ngram, keep_kv=keep_kv,
+                past=kv.select([r for _, r in rows]),
+            )  # fmt: skip
+            self._place(out, idx, chunk, snap, encoded)
+        # similar lengths share a chunk so little compute goes to padding
+        todo = [i for i in range(len(encoded)) if out[i] is None]
+        order = sorted(todo, key=lambda i: (len(encoded[i]), i))
         for start in range(0, len(order), self.max_batch):
             idx = order[start : start + self.max_batch]
-            chunk = self._generate_batch(
-                [encoded[i] for i in idx],
-                max_new_tokens,
-                temperature,
-                top_p,
-                list(stop),
-                [row_seeds[i] for i in idx],
+            chunk, snap = self._generate_batch(
+                [encoded[i] for i in idx], *args, [row_seeds[i] for i in idx],
                 row_images=None if images is None else [images[i] for i in idx],
-                no_repeat_ngram=no_repeat_ngram,
-            )
-            for i, g in zip(idx, chunk, strict=True):
-                g.prompt_ids = encoded[i]
-                out[i] = g
+                no_repeat_ngram=no_repeat_ngram, keep_kv=keep_kv and images is None,
+            )  # fmt: skip
+            self._place(out, idx, chunk, snap, encoded)
         return out  # type: ignore[return-value]
+
+    @staticmethod
+    def _extensions(
+        encoded: list[list[int]], past: Sequence[tuple[PromptKV, int] | None] | None
+    ) -> dict[int, tuple[PromptKV, list[tuple[int, int]]]]:
+        """Prompts that strictly extend their ``past`` row's prompt, grouped by cached chunk:
+        id(chunk) -> (chunk, [(prompt index, row in the chunk)])."""
+        if past is None:
+            return {}
+        if len(past) != len(encoded):
+            raise ValueError(f"{len(encoded)} prompts but {len(past)} past entries")
+        groups: dict[int, tuple[PromptKV, list[tuple[int, int]]]] = {}
+        for i, handle in enumerate(past):
+            if handle is None:
+                continue
+            kv, row = handle
+            done = kv.prompts[row]
+            if len(encoded[i]) > len(done) and encoded[i][: len(done)] == done:
+                groups.setdefault(id(kv), (kv, []))[1].append((i, row))
+        return groups
+
+    @staticmethod
+    def _place(out, idx, chunk, snap, encoded) -> None:
+        """Results of one chunk into ``out`` (prompt order), with their prompt (and KV handle)."""
+        if snap is not None:
+            snap.prompts = [encoded[i] for i in idx]
+        for k, (i, g) in enumerate(zip(idx, chunk, strict=True)):
+            g.prompt_ids = encoded[i]
+            g.prompt_kv = (snap, k) if snap is not None else None
+            out[i] = g
+
+    def _first_inputs(
+        self, prompts: list[list[int]], shared: bool, past: Any, device: Any
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, Any]:
+        """The first forward's input ids [n, P], attention mask over cache + prompt [n, K + P] and
+        positions [n, P], with the common prefix [C] to cache first (or None) or the ``past``
+        cache the prompts extend (or None)."""
+        if past is not None:  # the prompts continue cached rows: (cache, mask [n, K], last [n])
+            cache, past_mask, last_pos = past
+            input_ids, mask, _ = left_pad(prompts, self.pad_id, 0, device)  # [n, P], [n, P]
+            attention = torch.cat([past_mask.to(device), mask], dim=-1)  # [n, K + P]
+            positions = last_pos.to(device).unsqueeze(-1) + mask.cumsum(-1)  # [n, P]; pads masked
+            return input_ids, attention, positions, None, cache
+        # the prompts' common prefix (an env's instructions) runs once, as a batch of one
+        c_len = shared_prefix_len(prompts) if shared else 0
+        prefix = None
+        if c_len >= MIN_SHARED_PREFIX:
+            prefix = torch.as_tensor(prompts[0][:c_len], dtype=torch.long, device=device)  # [C]
+            prompts = [p[c_len:] for p in prompts]
+        else:
+            c_len = 0
+        input_ids, attention, positions = left_pad(prompts, self.pad_id, c_len, device)
+        return input_ids, attention, positions, prefix, None
 
     @torch.no_grad()
     def _generate_batch(
@@ -338,19 +428,16 @@ class HFEngine:
         row_seeds: list[int],
         row_images: list[Sequence[Any]] | None = None,
         no_repeat_ngram: int = 0,
-    ) -> list[Generation]:
+        keep_kv: bool = False,
+        past: Any = None,
+    ) -> tuple[list[Generation], PromptKV | None]:
+        """One chunk: the completions, and with ``keep_kv`` the prompts' KV after the prefill."""
         model = self.model
         device = next(model.parameters()).device
         n = len(prompts)
-        # the prompts' common prefix (an env's instructions) runs once, as a batch of one
-        c_len = shared_prefix_len(prompts) if row_images is None else 0
-        prefix = None
-        if c_len >= MIN_SHARED_PREFIX:
-            prefix = torch.as_tensor(prompts[0][:c_len], dtype=torch.long, device=device)  # [C]
-            prompts = [p[c_len:] for p in prompts]
-        else:
-            c_len = 0
-        input_ids, attention, positions = left_pad(prompts, self.pad_id, c_len, device)
+        input_ids, attention, positions, prefix, cache = self._first_inputs(
+            prompts, row_images is None, past, device
+        )
         eos = torch.as_tensor(self.eos_ids, dtype=torch.long, device=device)
         # a stop string is at most this many tokens long (every token decodes to >= 1 char); the
         # tail window decoded per step is a bit longer to absorb partial UTF-8 bytes
@@ -361,7 +448,7 @@ class HFEngine:
         reasons = ["length"] * n
         alive = list(range(n))  # rows of the original batch still generating, in cache order
         gens = [torch.Generator(device="cpu").manual_seed(s) for s in row_seeds]
-        cache = None
+        snapshot = None
         was_training = model.training
         model.eval()
         try:
@@ -382,6 +469,9 @@ class HFEngine:
                         **kwargs,
                     )
                     cache = getattr(out, self._cache_field)
+                    if t == 0 and keep_kv:  # before any row is dropped or token appended
+                        last = step_pos[:, -1].clone()  # [n]
+                        snapshot = PromptKV(copy.deepcopy(cache), step_mask.clone(), last, [])
                     logits = out.logits[:, -1].float()  # [b, V]
                     pick = _suppress(logits, self.suppress_ids)  # [b, V]; logits if none
                     if no_repeat_ngram > 0:
@@ -412,7 +502,10 @@ class HFEngine:
                     step_ids, step_mask, step_pos = next_tok, mask, next_pos
         finally:
             model.train(was_training)
-        return [Generation(ids[i], lps[i], self._text(ids[i], stop), reasons[i]) for i in range(n)]
+        gens_out = [
+            Generation(ids[i], lps[i], self._text(ids[i], stop), reasons[i]) for i in range(n)
+        ]
+        return gens_out, snapshot
 
     def _hit_stop(self, row_ids: list[int], stop: list[str], window: int) -> bool:
         tail = self.tokenizer.decode(row_ids[-window:], skip_special_tokens=True)
