@@ -110,3 +110,13 @@ def test_paired_table_by_hand(tmp_path):
     assert "| seen | grpo | 0.250 | 0.750 | +0.500 [+0.000, +1.000]" in bench.table_markdown(
         {"table": table}
     )
+
+
+def test_every_config_parses_and_cpu_long_is_cpu_with_the_larger_warmup_and_eval():
+    bench = load_bench()
+    cfgs = {name: bench.run_config(c, "seed", 0, []) for name, c in bench.CONFIGS.items()}
+    cpu, long = cfgs["cpu"], cfgs["cpu-long"]
+    assert (cpu.warmup.episodes, cpu.warmup.analyzer_episodes, cpu.eval.samples) == (32, 8, 2)
+    assert (long.warmup.episodes, long.warmup.analyzer_episodes, long.eval.samples) == (64, 16, 3)
+    same = long.replace(warmup=cpu.warmup, eval=cpu.eval)
+    assert same == cpu

@@ -529,8 +529,10 @@ def smollm2_cpu() -> TrainConfig:
         # noisy-oracle episodes and 8 analyzer answers first (cached per env). 3 epochs: after 2
         # the clone wrote "1" for "10" and won 3% of sampled seen episodes; after 3 it won 58%,
         # and 28-42% since its thoughts carry the operator's arithmetic, which then carries over
-        # to the unseen pairs (docs/training.md). 32 + 8 episodes instead of 64 + 16: 111 SFT
-        # steps instead of 222, so the warm-up fits the demo's 30 minutes (docs/training.md)
+        # to the unseen pairs (docs/training.md). 32 + 8 episodes instead of 64 + 16: 114 SFT
+        # steps instead of 222, 475 s instead of 1023 on 2 threads, so the demo and the
+        # benchmark fit their budgets; the clone started as well, but the unseen gain after
+        # GRPO was smaller (README; `benchmarks/learning.py --config cpu-long` keeps 64 + 16)
         warmup=WarmupConfig(episodes=32, epochs=3, analyzer_episodes=8),
         # a right formula takes 4 turns; EZPoints' own limit is 8. 64 new tokens: the warm-up's
         # operator step writes out the sum and the product (49 tokens for {3,4})
