@@ -62,7 +62,7 @@ def main() -> None:
     cfg, policy, hf = preset_policy(a.preset, a.threads, a.model)
     rollout, source = cfg.rollout, policy.name
     built: dict[str, object] = {"hf": hf}
-    start_s: dict[str, float] = {"hf": 0.0}  # the HF engine is the policy itself: no start-up
+    start_s: dict[str, float] = {}  # engine start-up; the HF engine is the policy itself
     if "vllm" in engines:
         if not os.path.isdir(source):
             raise SystemExit(f"vLLM needs a local model folder; {source!r} is not one")
@@ -101,7 +101,8 @@ def main() -> None:
     for name in engines:
         med = statistics.median(seconds[name])
         rate = sum(tokens[name]) / sum(seconds[name])
-        print(f"  {name:5s}: start {start_s[name]:5.1f} s; iteration median {med:6.1f} s "
+        start = f"{start_s[name]:5.1f} s" if name in start_s else "none (the loaded policy)"
+        print(f"  {name:5s}: start {start}; iteration median {med:6.1f} s "
               f"{[round(x, 1) for x in seconds[name]]}; {rate:6.1f} tokens/s; success "
               f"{np.mean(wins[name]):.2f}, valid {np.mean(valid[name]):.2f}; "
               f"speed-up {base / med:.2f}x")  # fmt: skip

@@ -544,7 +544,9 @@ def smollm2_cpu() -> TrainConfig:
         # output at the final eval), while GRPO with it went 19% -> 80% seen. It costs a
         # reference forward per micro-batch.
         optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8),
-        # sampled success, 2 episodes per task (same seeds at every eval; 3 took a third longer)
+        # sampled success, 2 episodes per task (same seeds at every eval); 3 per task took
+        # 172-191 s an eval at 1 thread (profiled at aed2d8f), 2 take 96-114 s (the 9c5f21e
+        # benchmark's evals)
         eval=EvalConfig(at_start=True, tasks=12, samples=2, temperature=1.0),
         # SEED: structured analyzer answers of up to 48 tokens a field; a small Stage 1
         opd=OPDConfig(analyzer_max_new_tokens=48, analyzer_budget=768),
