@@ -11,9 +11,10 @@ It collects one real iteration of rollouts (B tasks x G episodes) with the prese
 are identical (greedy decoding; a cached and a fresh prefill round differently, which can flip a
 near-tie).
 
-Measured (2026-12-04, the 2-core AMD EPYC AVX512-BF16 machine, smollm2-cpu's warm-up model, bf16,
-1 thread, the test suite running on the other core): 32 analyses, prefill once 102.6 s (87.7,
-117.6), every field 150.7 s (140.5, 160.9): 1.47x; identical answers 32 of 32.
+Measured (2026-12-04 at d77a91d, the 2-core AMD EPYC AVX512-BF16 machine, smollm2-cpu's warm-up
+model as it was then (64 + 16 episodes), bf16, 1 thread, the test suite running on the other
+core): 32 analyses, prefill once 102.6 s (87.7, 117.6), every field 150.7 s (140.5, 160.9): 1.47x;
+identical answers 32 of 32.
 """
 
 from __future__ import annotations
