@@ -1,6 +1,7 @@
 """Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
 
-    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~81 min, 2 cores
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # < 90 min, 2 cores
+    python benchmarks/learning.py --config cpu-6turns --out runs/learning-cpu-6turns  # ~81 min
     python benchmarks/learning.py --config cpu-long --out runs/learning-cpu-long   # ~109 min
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs
     python benchmarks/learning.py --smoke --out /tmp/lb                     # 2 iterations, tiny
@@ -43,20 +44,30 @@ from seed_gym.stats import bootstrap_ci, paired_difference
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
     # The measured CPU learning curve (README): the smollm2-cpu preset as it is (SmolLM2-135M,
-    # format warm-up of 32 episodes with 8 analyzer rows, EZPoints text, 3 iterations of 4 tasks x
-    # 8, sampled eval of 12 tasks x 2 on seen and unseen at the start and the end), 3 seeds, 2 runs
-    # side by side with one torch thread each; the shared warm-up is built first with both cores.
+    # format warm-up of 32 episodes with 8 analyzer rows, EZPoints text with a 4-turn limit,
+    # 3 iterations of 4 tasks x 8, sampled eval of 12 tasks x 3 on seen and unseen at the start
+    # and the end), 3 seeds, 2 runs side by side with one torch thread each; the shared warm-up is
+    # built first with both cores.
     "cpu": {
         "preset": "smollm2-cpu",
         "eval-cache": True,  # GRPO and SEED of one seed start from the same weights: one start eval
         "seeds": [0, 1, 2],
         "jobs": 2,
     },
-    # the preset as it was at commit 09f7b40 (README): twice the warm-up (64 + 16 analyzer
-    # episodes) and 3 eval samples per task; over the 90-minute budget (109 min measured) but its
-    # unseen gains had intervals excluding 0, the faster `cpu` configuration's did not
+    # the earlier measured configurations (README): the preset at commit 9c5f21e (6 turns, 2 eval
+    # samples per task; 81 min, no unseen gain) and at 09f7b40 (6 turns and twice the warm-up,
+    # 64 + 16 analyzer episodes, 3 eval samples; 109 min, unseen gains excluding 0)
+    "cpu-6turns": {
+        "preset": "smollm2-cpu",
+        "max-turns": 6,
+        "eval-samples": 2,
+        "eval-cache": True,
+        "seeds": [0, 1, 2],
+        "jobs": 2,
+    },
     "cpu-long": {
         "preset": "smollm2-cpu",
+        "max-turns": 6,
         "format-warmup-episodes": 64,
         "format-warmup-analyzer-episodes": 16,
         "eval-samples": 3,

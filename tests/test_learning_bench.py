@@ -112,11 +112,13 @@ def test_paired_table_by_hand(tmp_path):
     )
 
 
-def test_every_config_parses_and_cpu_long_is_cpu_with_the_larger_warmup_and_eval():
+def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_documented():
     bench = load_bench()
     cfgs = {name: bench.run_config(c, "seed", 0, []) for name, c in bench.CONFIGS.items()}
-    cpu, long = cfgs["cpu"], cfgs["cpu-long"]
-    assert (cpu.warmup.episodes, cpu.warmup.analyzer_episodes, cpu.eval.samples) == (32, 8, 2)
-    assert (long.warmup.episodes, long.warmup.analyzer_episodes, long.eval.samples) == (64, 16, 3)
-    same = long.replace(warmup=cpu.warmup, eval=cpu.eval)
-    assert same == cpu
+    cpu, six, long = cfgs["cpu"], cfgs["cpu-6turns"], cfgs["cpu-long"]
+    assert (cpu.rollout.max_turns, cpu.eval.samples, cpu.warmup.episodes) == (4, 3, 32)
+    assert (six.rollout.max_turns, six.eval.samples, six.warmup.episodes) == (6, 2, 32)
+    assert (long.rollout.max_turns, long.eval.samples, long.warmup.episodes) == (6, 3, 64)
+    assert long.warmup.analyzer_episodes == 16 and cpu.warmup.analyzer_episodes == 8
+    assert six.replace(rollout=cpu.rollout, eval=cpu.eval) == cpu
+    assert long.replace(rollout=cpu.rollout, warmup=cpu.warmup) == cpu

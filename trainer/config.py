@@ -534,9 +534,14 @@ def smollm2_cpu() -> TrainConfig:
         # benchmark fit their budgets; the clone started as well, but the unseen gain after
         # GRPO was smaller (README; `benchmarks/learning.py --config cpu-long` keeps 64 + 16)
         warmup=WarmupConfig(episodes=32, epochs=3, analyzer_episodes=8),
-        # a right formula takes 4 turns; EZPoints' own limit is 8. 64 new tokens: the warm-up's
-        # operator step writes out the sum and the product (49 tokens for {3,4})
-        rollout=RolloutConfig(tasks_per_iter=4, group_size=8, max_turns=6, temperature=1.0),
+        # a right formula takes 4 turns (card, operator, card, "="); EZPoints' own limit is 8.
+        # 4 turns leave no room for an illegal token (a 0-reward no-op), so the step-level
+        # advantage charges it through the lost episode; with 6, two were free and the trained
+        # policy kept appending random numbers after "4 +" on unseen {4,8} (docs/training.md:
+        # GRPO seed 0 unseen +0.125 at 4 turns, -0.125 at 6 with twice the optimizer steps, -0.04
+        # at 6). 64 new tokens: the warm-up's operator step writes out the sum and the product
+        # (49 tokens for {3,4})
+        rollout=RolloutConfig(tasks_per_iter=4, group_size=8, max_turns=4, temperature=1.0),
         # a 135M model fully fine-tuned, lr 5e-5, 4-5 AdamW steps per iteration (32 of ~150
         # step-samples each): fast enough to see learning in 3 iterations (docs/training.md).
         # KL 0.01 to the warmed model, the reference's default, stays on: in the one run without
@@ -544,10 +549,10 @@ def smollm2_cpu() -> TrainConfig:
         # output at the final eval), while GRPO with it went 19% -> 80% seen. It costs a
         # reference forward per micro-batch.
         optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8),
-        # sampled success, 2 episodes per task (same seeds at every eval); 3 per task took
-        # 172-191 s an eval at 1 thread (profiled at aed2d8f), 2 take 96-114 s (the 9c5f21e
-        # benchmark's evals)
-        eval=EvalConfig(at_start=True, tasks=12, samples=2, temperature=1.0),
+        # sampled success, 3 episodes per task (same seeds at every eval): 4-turn episodes made
+        # an eval of 12 x 2 take 84-91 s at 1 thread instead of 96-114 s at 6 turns, and the
+        # third sample narrows the paired interval
+        eval=EvalConfig(at_start=True, tasks=12, samples=3, temperature=1.0),
         # SEED: structured analyzer answers of up to 48 tokens a field; a small Stage 1
         opd=OPDConfig(analyzer_max_new_tokens=48, analyzer_budget=768),
         stage1=Stage1Config(tasks_per_type=1, rollouts=4, reruns=4, epochs=3, lr=5e-6),
