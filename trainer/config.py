@@ -517,7 +517,8 @@ def smollm2_cpu() -> TrainConfig:
     """SmolLM2-135M-Instruct learning EZPoints (text) on a 2-core CPU: the configuration of the
     measured CPU learning curve (``benchmarks/learning.py --config cpu``, README) and ``make demo``.
     bf16 autocast where the CPU has native bf16 (``models.bf16_is_fast``), fp32 elsewhere
-    (emulated bf16 is ~13x slower). Other envs work too (``--env``); budgets are sized for EZPoints."""
+    (emulated bf16 is ~13x slower). Other envs work too (``--env``); budgets, the 4-turn limit
+    included, are sized for EZPoints (Sokoban's own limit is 15 steps: ``--max-turns 15``)."""
     return TrainConfig(
         preset="smollm2-cpu",
         model="smollm2",
