@@ -1,6 +1,6 @@
 """Learning benchmark: SEED vs GRPO on the same env, seeds and budget; success vs env steps.
 
-    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # < 90 min, 2 cores
+    python benchmarks/learning.py --config cpu --out runs/learning-cpu      # ~65 min, 2 cores
     python benchmarks/learning.py --config cpu-6turns --out runs/learning-cpu-6turns  # ~81 min
     python benchmarks/learning.py --config cpu-long --out runs/learning-cpu-long   # ~109 min
     python benchmarks/learning.py --config gpu --out runs/learning-gpu      # larger runs

@@ -532,16 +532,15 @@ def smollm2_cpu() -> TrainConfig:
         # and 28-42% since its thoughts carry the operator's arithmetic, which then carries over
         # to the unseen pairs (docs/training.md). 32 + 8 episodes instead of 64 + 16: 114 SFT
         # steps instead of 222, 475 s instead of 1023 on 2 threads, so the demo and the
-        # benchmark fit their budgets; the clone started as well, but the unseen gain after
-        # GRPO was smaller (README; `benchmarks/learning.py --config cpu-long` keeps 64 + 16)
+        # benchmark fit their budgets (`benchmarks/learning.py --config cpu-long` keeps 64 + 16)
         warmup=WarmupConfig(episodes=32, epochs=3, analyzer_episodes=8),
         # a right formula takes 4 turns (card, operator, card, "="); EZPoints' own limit is 8.
         # 4 turns leave no room for an illegal token (a 0-reward no-op), so the step-level
         # advantage charges it through the lost episode; with 6, two were free and the trained
-        # policy kept appending random numbers after "4 +" on unseen {4,8} (docs/training.md:
-        # GRPO seed 0 unseen +0.125 at 4 turns, -0.125 at 6 with twice the optimizer steps, -0.04
-        # at 6). 64 new tokens: the warm-up's operator step writes out the sum and the product
-        # (49 tokens for {3,4})
+        # policy kept appending numbers it does not hold after "4 +" on unseen {4,8}. The
+        # benchmark's GRPO unseen gain: +0.26 [+0.14, +0.40] at 4 turns, +0.07 [-0.01, +0.15] at 6
+        # (README, docs/training.md). 64 new tokens: the warm-up's operator step writes out the
+        # sum and the product (49 tokens for {3,4})
         rollout=RolloutConfig(tasks_per_iter=4, group_size=8, max_turns=4, temperature=1.0),
         # a 135M model fully fine-tuned, lr 5e-5, 4-5 AdamW steps per iteration (32 of ~150
         # step-samples each): fast enough to see learning in 3 iterations (docs/training.md).
