@@ -13,11 +13,13 @@ setup: $(BIN)/seed-gym
 
 # The main job on embedded defaults: SmolLM2-135M learns EZPoints with SEED (format warm-up,
 # Stage 1, 3 iterations) on the CPU, no downloads; prints seen/unseen success before and after.
+# Warm-up on 2 threads, training on 1, as benchmarks/learning.py --config cpu: the demo replays
+# that benchmark's SEED seed-0 run.
 DEMO_OUT ?= runs/demo
 demo: setup
 	@if [ -e $(DEMO_OUT)/checkpoint.pt ]; then \
 	  echo "$(DEMO_OUT) already holds a run: remove it, or make demo DEMO_OUT=runs/other"; exit 1; fi
-	$(BIN)/seed-gym train --algo seed --preset smollm2-cpu --threads 2 --out $(DEMO_OUT)
+	$(BIN)/seed-gym train --algo seed --preset smollm2-cpu --threads 1 --warmup-threads 2 --out $(DEMO_OUT)
 	@$(BIN)/seed-gym report $(DEMO_OUT) --out $(DEMO_OUT)/report.html >/dev/null
 	@echo "report: $(DEMO_OUT)/report.html (curves, skills, every episode)"
 

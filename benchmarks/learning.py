@@ -153,13 +153,10 @@ def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str], thre
     only waste the time)."""
     cfg = run_config(config, algo, seed, extra)
     if cfg.warmup.episodes > 0:
-        import torch
-
         from seed_gym.trainer.warmup import warmup_for_config
 
-        torch.set_num_threads(threads)
         t0 = time.perf_counter()
-        path = warmup_for_config(cfg)
+        path = warmup_for_config(cfg, threads=threads)
         print(f"[warm-up] {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 

@@ -218,6 +218,34 @@ def test_train_starts_from_the_warmed_model(tmp_path, monkeypatch):
     assert not torch.equal(final[key], base[key])
 
 
+def test_the_warmup_is_built_on_its_own_thread_count(tmp_path, monkeypatch):
+    """``--warmup-threads 2 --threads 1`` (``make demo``, the learning benchmark): the warm-up
+    runs on 2 torch threads and the run gets its 1 back."""
+    import torch
+
+    from seed_gym.trainer import warmup
+    from seed_gym.trainer.config import tiny
+
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
+    during = []
+
+    def spy(*args, **kwargs):
+        path = build_warmup_model(*args, **kwargs)
+        during.append(torch.get_num_threads())
+        return path
+
+    monkeypatch.setattr(warmup, "build_warmup_model", spy)
+    cfg = tiny().replace(env="seed_gym/EZPoints-v0", format_warmup_episodes=2, progress=False)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        path = warmup.warmup_for_config(cfg, threads=2)
+        assert (path / "warmup.json").exists() and during == [2]
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_bf16_warmup_trains_the_weights_it_saves():
     """Regression: one autocast region over all steps must not reuse stale bf16 weight copies
     (the in-process loss fell while the fp32 weights drifted); the held-out loss measured inside

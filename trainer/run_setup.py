@@ -116,7 +116,9 @@ def start_run(cfg: TrainConfig) -> Run:
     algorithm = make_algorithm(cfg)
     if not dist.is_main:
         dist.barrier()
-    base = str(warmup_for_config(cfg)) if cfg.warmup.episodes > 0 else cfg.model
+    base = cfg.model
+    if cfg.warmup.episodes > 0:
+        base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads))
     if algorithm.trains:
         stage1_cfg = cfg.replace(model=base)
         sft = stage1_model(stage1_cfg, run_dir, device, self_analyzes=algorithm.self_analyzes)

@@ -470,10 +470,11 @@ def build_warmup_model(
     return out
 
 
-def warmup_for_config(cfg: Any) -> Path:
+def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:
     """The warmed model for a ``TrainConfig`` with ``warmup.episodes > 0``
     (``--format-warmup-episodes``). The warm-up has its own seed (0), so every run seed of a
-    benchmark starts from the same warmed model."""
+    benchmark starts from the same warmed model. ``threads``: torch threads while it is built
+    (the caller's count is restored after); a cached model is found without building."""
     settings = WarmupSettings(
         **asdict(cfg.warmup),  # episodes, epochs, lr, noise, analyzer_episodes
         modality=cfg.modality or "text",
@@ -482,7 +483,15 @@ def warmup_for_config(cfg: Any) -> Path:
         analyzer_budget=cfg.opd.analyzer_budget if cfg.warmup.analyzer_episodes else None,
         env_kwargs=tuple(cfg.env_kwarg),
     )
-    return build_warmup_model(cfg.env, cfg.model, settings, progress=cfg.system.progress)
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        return build_warmup_model(
+            cfg.env, cfg.model, settings, threads=threads, progress=cfg.system.progress
+        )
+    finally:
+        torch.set_num_threads(before)
 
 
 # --- CLI ----------------------------------------------------------------------------------------
