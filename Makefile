@@ -13,8 +13,8 @@ setup: $(BIN)/seed-gym
 
 # The main job on embedded defaults: SmolLM2-135M learns EZPoints with SEED (format warm-up,
 # Stage 1, 3 iterations) on the CPU, no downloads; prints seen/unseen success before and after.
-# Warm-up on 2 threads, training on 1, as benchmarks/learning.py --config cpu: the demo replays
-# that benchmark's SEED seed-0 run.
+# Warm-up on 2 threads, training on 1: the command of benchmarks/learning.py --config cpu's SEED
+# seed-0 run.
 DEMO_OUT ?= runs/demo
 demo: setup
 	@if [ -e $(DEMO_OUT)/checkpoint.pt ]; then \

@@ -300,8 +300,8 @@ class SystemConfig:
     """torch intra-op threads (1 is fastest for tiny models on a busy machine); None: torch default"""
     warmup_threads: int | None = None
     """torch threads while the format warm-up is built (a one-off SFT that 2 threads speed up);
-    None: as ``threads``. ``benchmarks/learning.py`` builds it with 2 and trains with 1, and
-    ``make demo`` does the same so that it replays the benchmark's SEED seed-0 run"""
+    None: as ``threads``. ``benchmarks/learning.py`` builds it with 2 and trains with 1, and so
+    does ``make demo``, the benchmark's SEED seed-0 command"""
     progress: bool = True
     """tqdm progress bars"""
     backend: str = "local"
