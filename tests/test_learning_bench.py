@@ -122,3 +122,25 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
     assert long.warmup.analyzer_episodes == 16 and cpu.warmup.analyzer_episodes == 8
     assert six.replace(rollout=cpu.rollout, eval=cpu.eval) == cpu
     assert long.replace(rollout=cpu.rollout, warmup=cpu.warmup) == cpu
+
+
+def test_the_shared_warmup_is_built_in_a_child_process(tmp_path, monkeypatch, capsys):
+    """``prepare`` builds the warm-up the runs load from the cache, in a child process (built in
+    the benchmark's own process its memory stayed there beside the runs: OOM-killed on 23 GB);
+    this process never loads a model for it."""
+    from seed_gym.trainer import warmup
+
+    monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
+    build = warmup.build_warmup_model
+    monkeypatch.setattr(warmup, "build_warmup_model", lambda *a, **k: pytest.fail("in-process"))
+    bench = load_bench()
+    config = {**bench.CONFIGS["smoke"], "format-warmup-episodes": 2, "format-warmup-lr": 1e-3}
+    bench.prepare(config, "grpo", 0, [], threads=1)
+    built = list((tmp_path / "models").glob("warmup-*"))
+    assert len(built) == 1 and (built[0] / "warmup.json").exists()
+    assert f"[warm-up] {built[0]} (" in capsys.readouterr().out
+    monkeypatch.setattr(warmup, "build_warmup_model", build)
+    stamp = (built[0] / "warmup.json").stat().st_mtime_ns
+    cfg = bench.run_config(config, "grpo", 0, [])
+    assert warmup.warmup_for_config(cfg) == built[0]  # what the runs load, from the cache
+    assert (built[0] / "warmup.json").stat().st_mtime_ns == stamp
