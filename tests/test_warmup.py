@@ -229,12 +229,13 @@ def test_the_warmup_is_built_on_its_own_thread_count(tmp_path, monkeypatch):
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
     during = []
 
-    def spy(*args, **kwargs):
-        path = build_warmup_model(*args, **kwargs)
-        during.append(torch.get_num_threads())
-        return path
+    build = warmup._build
 
-    monkeypatch.setattr(warmup, "build_warmup_model", spy)
+    def spy(*args, **kwargs):
+        during.append(torch.get_num_threads())
+        build(*args, **kwargs)
+
+    monkeypatch.setattr(warmup, "_build", spy)
     cfg = tiny().replace(env="seed_gym/EZPoints-v0", format_warmup_episodes=2, progress=False)
     before = torch.get_num_threads()
     try:

@@ -390,15 +390,28 @@ def build_warmup_model(
 ) -> Path:
     """The warmed model's HF folder: built once (demonstrations -> ``format_warmup`` -> save),
     then reused. ``overrides`` replace fields of ``settings`` (``episodes=24, noise=0.3``).
-    ``warmup.json`` in the folder records the settings, the demonstration counts and the losses."""
+    ``warmup.json`` in the folder records the settings, the demonstration counts and the losses.
+    ``threads``: torch threads while it is built; the caller's count is restored after."""
     import torch
 
     settings = WarmupSettings(**{**asdict(settings or WarmupSettings()), **overrides})
     out = warmup_dir(env_id, base, settings)
     if (out / "config.json").exists() and (out / "warmup.json").exists() and not force:
         return out
+    before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
+    try:
+        _build(env_id, base, settings, out, progress)
+    finally:  # the caller's thread count (a run trains on its own after the warm-up)
+        torch.set_num_threads(before)
+    return out
+
+
+def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress: bool) -> None:
+    """Demonstrations, SFT, save into ``out`` (atomically: a temp folder renamed at the end)."""
+    import torch
+
     t0 = time.perf_counter()
     rows = demonstrations(
         env_id,
@@ -467,14 +480,12 @@ def build_warmup_model(
     (tmp / "warmup.json").write_text(json.dumps(record, indent=1, sort_keys=True))
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)  # a killed build never leaves a half-written model behind
-    return out
 
 
 def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:
     """The warmed model for a ``TrainConfig`` with ``warmup.episodes > 0``
     (``--format-warmup-episodes``). The warm-up has its own seed (0), so every run seed of a
-    benchmark starts from the same warmed model. ``threads``: torch threads while it is built
-    (the caller's count is restored after); a cached model is found without building."""
+    benchmark starts from the same warmed model. ``threads``: torch threads while it is built."""
     settings = WarmupSettings(
         **asdict(cfg.warmup),  # episodes, epochs, lr, noise, analyzer_episodes
         modality=cfg.modality or "text",
@@ -483,15 +494,9 @@ def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:
         analyzer_budget=cfg.opd.analyzer_budget if cfg.warmup.analyzer_episodes else None,
         env_kwargs=tuple(cfg.env_kwarg),
     )
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        return build_warmup_model(
-            cfg.env, cfg.model, settings, threads=threads, progress=cfg.system.progress
-        )
-    finally:
-        torch.set_num_threads(before)
+    return build_warmup_model(
+        cfg.env, cfg.model, settings, threads=threads, progress=cfg.system.progress
+    )
 
 
 # --- CLI ----------------------------------------------------------------------------------------
