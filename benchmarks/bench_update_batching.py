@@ -67,7 +67,7 @@ def main() -> None:
         policy.model.zero_grad(set_to_none=True)
         for s in range(0, len(order), size):
             chunk = [samples[i] for i in order[s : s + size]]
-            loss, _, _ = micro_batch_loss(policy.model, chunk, reference=None, distill=False,
+            loss, _, _, _ = micro_batch_loss(policy.model, chunk, reference=None, distill=False,
                                           num_tokens=num_tokens, num_teacher_tokens=0, cfg=cfg,
                                           pad_id=policy.pad_id, processor=None, device="cpu")  # fmt: skip
             loss.backward()

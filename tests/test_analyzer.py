@@ -5,7 +5,7 @@ import json
 import pytest
 
 from seed_gym.trainer.analyzer import (
-    ANALYZER_INSTRUCTION,
+    SKILL_INSTRUCTIONS,
     Skill,
     SkillParseError,
     analyze,
@@ -68,17 +68,25 @@ def test_prompt_layout_exact():
     prompt = analyzer_prompt(t)
     assert prompt.startswith("Analyze the following agent episode and return ONLY valid JSON")
     assert prompt == (
-        f"{ANALYZER_INSTRUCTION}\n\n"
+        "Analyze the following agent episode and return ONLY valid JSON with exactly two string "
+        'fields:\n{"episode_summary": "...", "episode_skill": "..."}\n'
+        '- "episode_summary": one or two sentences on what the agent did and how the episode '
+        "ended.\n"
+        '- "episode_skill": the episode failed, so give a failure-avoidance rule: the core '
+        "mistake, the warning signs that show it happening, and what to do instead, as an "
+        "instruction for the agent (at least 5 words).\n"
+        "Write nothing before or after the JSON object.\n\n"
         "Task description: put a clean mug in the coffeemachine\n"
-        "episode_success: failure (the agent did NOT complete the task)\n"
-        "episode_return: 0\n\n"
+        "episode_success: failure\n\n"
         "Step 1\nObservation: You are in a room.\n"
         "Response: <think>a</think><action>go to sinkbasin 1</action>\nAction valid: true\n\n"
         "Step 2\nObservation: On the sinkbasin 1 you see a mug 1.\nResponse: garbage\nAction valid: false"
     )
     assert '"episode_summary"' in prompt and '"episode_skill"' in prompt
     t.won = True
-    assert "episode_success: success (the agent completed the task)" in analyzer_prompt(t)
+    won = analyzer_prompt(t)  # the instruction follows the outcome, as the reference's
+    assert "episode_success: success\n" in won and SKILL_INSTRUCTIONS[True] in won
+    assert SKILL_INSTRUCTIONS[False] not in won and "reusable workflow" in won
     msgs = analyzer_messages(t)
     assert msgs == [{"role": "user", "content": analyzer_prompt(t)}]
 
@@ -353,3 +361,66 @@ def test_structured_answers_are_the_same_with_the_chat_prefilled_once(tiny_polic
     monkeypatch.setattr(HFEngine, "supports_prompt_kv", False)
     twice = structured_generate_fn(engine, max_new_tokens=10)(chats)
     assert once == twice
+
+
+def test_a_random_model_writes_parseable_skills_under_structured_decoding(tiny_policy):
+    # the closing quote and blanks are banned below a field's words, loops are banned, and when
+    # the budget left is short only new words may follow: every answer of the random model parses
+    from seed_gym.trainer.analyzer import structured_generate_fn
+    from seed_gym.trainer.engines import HFEngine
+
+    engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
+    chats = [
+        analyzer_messages(traj([step(f"obs {k}", f"<think>{k}</think>", None)], won=k % 3 == 0))
+        for k in range(12)
+    ]
+    for budget in (8, 32):
+        answers = structured_generate_fn(engine, max_new_tokens=budget)(chats)
+        for a in answers:
+            fields = parse_skill_json(a)
+            assert len(fields["episode_skill"].split()) >= 5 and fields["episode_summary"]
+
+
+def test_loop_starts_and_vocabulary_roles(tiny_policy):
+    from seed_gym.trainer.analyzer import loop_starts, vocabulary_roles
+
+    assert loop_starts([5, 7, 7]) == [7]  # "7 7" -> a third 7 would loop
+    assert loop_starts([1, 2, 1, 2]) == [1]  # "1 2 1 2" -> a third "1 2"
+    assert loop_starts([1, 2, 3]) == [] and loop_starts([]) == []
+    tok = tiny_policy.tokenizer
+    roles = vocabulary_roles(tok)
+    quote = tok('"', add_special_tokens=False)["input_ids"]
+    assert set(quote) <= set(roles["closing"])
+    space = tok(" ", add_special_tokens=False)["input_ids"]
+    assert set(space) <= set(roles["blank"])
+    for i in range(len(tok)):
+        text = tok.decode([i])
+        starts_word = i not in roles["not_word_start"]
+        assert starts_word == (text[:1].isspace() and bool(text.strip()) and '"' not in text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Avoid this mistake: the formula missed 12; warning sign: a sum of 7.", "avoidance"),
+        ("Do not append '+' when the cards are 3 and 4; multiply instead.", "avoidance"),
+        ("To build 12, repeat the workflow that worked: 3, *, 4, =.", "workflow"),
+        ("Push the box up twice, then left, to reach the target.", "workflow"),
+    ],
+)
+def test_skill_kind(text, kind):
+    from seed_gym.trainer.analyzer import skill_kind
+
+    assert skill_kind(text) == kind
+
+
+def test_kind_shares_count_lost_avoidance_and_won_workflow():
+    from seed_gym.trainer.analyzer import kind_shares
+
+    won, lost = traj([], won=True), traj([], won=False)
+    skills = [Skill("s", "repeat the workflow that worked: a b c"),
+              Skill("s", "Avoid this mistake: looping; instead go left"),
+              Skill("s", "repeat the workflow that worked: a b c"), None]  # fmt: skip
+    shares = kind_shares([won, lost, lost, lost], skills)
+    assert shares == {"analyzer/avoidance_share_lost": 0.5, "analyzer/workflow_share_won": 1.0}
+    assert kind_shares([won], [None]) == {}

@@ -127,8 +127,8 @@ def _skill_aware_model(path) -> str:
     """The tiny model taught that the skill means "say e": under the skill P(e) ~ 0.99, under the
     plain prompt ~ 0.4. A teacher-student gap, which OPD should close."""
     from seed_gym.trainer.models import load_policy, save_policy
-    from seed_gym.trainer.rescore import insert_skill
     from seed_gym.trainer.sft import sft_train
+    from seed_gym.wrappers.skill import insert_skill
 
     policy = load_policy("tiny", seed=0)
     env = seed_gym.make_agent_env(CONSTANT, split="train")

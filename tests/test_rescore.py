@@ -4,15 +4,13 @@ import pytest
 import torch
 
 from seed_gym.trainer.rescore import (
-    SKILL_HEADER,
     flatten_with_skills,
-    insert_skill,
     mean_teacher_gap,
-    skill_block,
     teacher_inputs,
     teacher_logprobs,
 )
 from seed_gym.trainer.trajectory import StepSample, Trajectory
+from seed_gym.wrappers.skill import SKILL_HEADER, insert_skill, skill_block
 
 SKILL = "Clean the mug at the sinkbasin before you put it in the coffeemachine."
 BLOCK = (
@@ -276,6 +274,8 @@ def test_flatten_and_mean_teacher_gap(policy, samples):
 
 @pytest.mark.parametrize("env_id", ["seed_gym/Sokoban-v0", "seed_gym/EZPoints-v0"])
 def test_insertion_into_real_agent_prompts(env_id):
+    # the card games have no task line (as the reference's templates): the skill goes right
+    # before "Now it's your turn", next to where the model starts writing
     import seed_gym
 
     env = seed_gym.make_agent_env(env_id, split="train", modality="text")
@@ -285,13 +285,11 @@ def test_insertion_into_real_agent_prompts(env_id):
         obs["messages"], SKILL, spec.task_markers, spec.fallback_marker, return_where=True
     )
     env.close()
-    assert where == "task"
+    assert where == "fallback"
     plain = "\n".join(m["content"] for m in obs["messages"])
     text = "\n".join(m["content"] for m in out)
     assert text.count(BLOCK) == 1
     before, after = text.split(BLOCK)
-    marker_line = next(
-        line for line in plain.splitlines() if any(m in line for m in spec.task_markers)
-    )
-    assert before.endswith(marker_line + "\n\n") and after.startswith("\n\n")
+    assert after.startswith("\n\nNow it's your turn") and before.endswith("\n\n")
+    assert len(after) < 300  # the closing instruction only
     assert (before + after).replace("\n", "") == plain.replace("\n", "")  # nothing else changed

@@ -13,6 +13,7 @@ from seed_gym.trainer.annotators import PrivilegedAnnotator
 from seed_gym.trainer.sft import (
     accept_skill,
     answer_nll,
+    balance_outcomes,
     build_stage1_rows,
     encode_row,
     micro_batches,
@@ -174,6 +175,30 @@ def test_stage1_rows_accept_helpful_skills_only(base_rollouts, tmp_path):
         baseline="rerun",
     )
     assert ("b0", None) in calls and again.n_accepted == 4
+
+
+def test_stage1_keeps_every_parsed_annotation_without_the_filter(base_rollouts):
+    # the reference's card pipeline: no reruns, a row for every annotated trajectory, each
+    # labelled by its outcome (the annotator is told it: a workflow for a win, a rule for a loss)
+    trajs, infos = base_rollouts
+    report = build_stage1_rows(trajs, PrivilegedAnnotator(ENV), None, env_id=ENV, privileged=infos)
+    assert report.n_accepted == 8 and report.reruns == 0 and len(report.rows) == 8
+    for row, t in zip(report.rows, trajs, strict=True):
+        assert row["provenance"]["won"] == t.won and row["provenance"]["acceptance"] is None
+        skill = parse_skill_json(row["completion"])["episode_skill"]
+        assert skill.startswith("Avoid this mistake") != t.won
+    m = report.metrics()
+    assert m["stage1/won_rows"] == 4 and m["stage1/lost_rows"] == 4
+
+
+def test_balance_outcomes_subsamples_the_larger_side():
+    rows = [{"provenance": {"won": i < 3, "i": i}} for i in range(10)]
+    kept = balance_outcomes(rows, seed=0)
+    assert sum(r["provenance"]["won"] for r in kept) == 3 and len(kept) == 6
+    assert [r["provenance"]["i"] for r in kept] == sorted(r["provenance"]["i"] for r in kept)
+    assert kept == balance_outcomes(rows, seed=0) and kept != balance_outcomes(rows, seed=1)
+    one_side = [{"provenance": {"won": False}}] * 4
+    assert balance_outcomes(one_side, seed=0) == one_side
 
 
 # --- SFT on the tiny policy -----------------------------------------------------------------------

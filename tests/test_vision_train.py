@@ -22,9 +22,10 @@ from seed_gym.trainer.engines import HFEngine  # noqa: E402
 from seed_gym.trainer.image_inputs import encode_image_prompt, image_inputs  # noqa: E402
 from seed_gym.trainer.logprobs import response_logprobs  # noqa: E402
 from seed_gym.trainer.models import load_policy, save_policy  # noqa: E402
-from seed_gym.trainer.rescore import insert_skill, teacher_logprobs  # noqa: E402
+from seed_gym.trainer.rescore import teacher_logprobs  # noqa: E402
 from seed_gym.trainer.train import train  # noqa: E402
 from seed_gym.trainer.trajectory import StepSample  # noqa: E402
+from seed_gym.wrappers.skill import insert_skill  # noqa: E402
 
 IMAGE_TOKENS = 16  # (64 // 16) ** 2 per picture
 

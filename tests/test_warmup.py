@@ -79,7 +79,7 @@ def test_bad_settings_are_refused():
 
 @pytest.mark.parametrize("env_id", ["seed_gym/EZPoints-v0", "seed_gym/Sokoban-v0"])
 def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
-    from seed_gym.trainer.analyzer import ANALYZER_INSTRUCTION, parse_skill_json
+    from seed_gym.trainer.analyzer import analyzer_instruction, parse_skill_json
 
     rows = analyzer_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
     assert len(rows) == 4 and {r["provenance"]["source"] for r in rows} == {"analyzer"}
@@ -92,8 +92,9 @@ def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
     assert not all(r["provenance"]["won"] for r in more[1::2])  # random players mostly lose
     for row in rows:
         prompt = row["messages"][0]["content"]
-        assert row["messages"][0]["role"] == "user" and prompt.startswith(ANALYZER_INSTRUCTION)
         won = row["provenance"]["won"]
+        assert row["messages"][0]["role"] == "user"
+        assert prompt.startswith(analyzer_instruction(won))
         assert f"episode_success: {'success' if won else 'failure'}" in prompt
         assert "Step 1\nObservation: " in prompt and "Response: <think>" in prompt
         fields = parse_skill_json(row["completion"])

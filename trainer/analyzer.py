@@ -20,6 +20,7 @@ clipped in the middle.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -29,16 +30,29 @@ from typing import Any
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 
 MIN_SKILL_WORDS = 5
+ANALYZER_PROMPT_VERSION = 2  # 2: the instruction is chosen by the outcome; the return is not shown
 
-ANALYZER_INSTRUCTION = """\
+ANALYZER_INTRO = """\
 Analyze the following agent episode and return ONLY valid JSON with exactly two string fields:
 {"episode_summary": "...", "episode_skill": "..."}
-- "episode_summary": one or two sentences on what the agent did and how the episode ended.
-- "episode_skill": a short instruction for the agent, at least 5 words. If the episode succeeded, \
-give the reusable workflow: the core decision rule and the order of actions that worked. If the \
-episode failed, give the avoidance rule: the core mistake and the warning signs that show it \
-happening.
-Write nothing before or after the JSON object."""
+- "episode_summary": one or two sentences on what the agent did and how the episode ended."""
+# the reference asks by outcome; the model never has to decide which kind of skill to write
+SKILL_INSTRUCTIONS = {
+    True: '- "episode_skill": the episode succeeded, so give the reusable workflow: the steps '
+    "that worked, in order, and the observations that decided them, as an instruction for the "
+    "agent (at least 5 words).",
+    False: '- "episode_skill": the episode failed, so give a failure-avoidance rule: the core '
+    "mistake, the warning signs that show it happening, and what to do instead, as an "
+    "instruction for the agent (at least 5 words).",
+}
+ANALYZER_OUTRO = "Write nothing before or after the JSON object."
+
+
+def analyzer_instruction(won: bool) -> str:
+    """The analyzer's instruction for an episode that was won (a reusable workflow) or lost (a
+    failure-avoidance rule), as the reference picks it by outcome."""
+    return f"{ANALYZER_INTRO}\n{SKILL_INSTRUCTIONS[bool(won)]}\n{ANALYZER_OUTRO}"
+
 
 RETRY_INSTRUCTION = """\
 Your answer could not be used: {error}
@@ -63,6 +77,16 @@ class Skill:
         )
 
 
+# words that mark a failure-avoidance rule (the other kind is a reusable workflow)
+_AVOIDANCE = re.compile(r"\b(avoid\w*|mistakes?|instead|warning|never|do not|don't)\b", re.I)
+
+
+def skill_kind(text: str) -> str:
+    """``"avoidance"`` for a failure-avoidance rule (it names a mistake to avoid, a warning sign
+    or what to do instead), else ``"workflow"``: what the ``analyzer/*_share`` metrics count."""
+    return "avoidance" if _AVOIDANCE.search(text or "") else "workflow"
+
+
 class SkillParseError(ValueError):
     """The answer is not a usable ``{"episode_summary", "episode_skill"}`` object."""
 
@@ -74,15 +98,12 @@ def approx_tokens(text: str) -> int:
 
 
 def render_header(traj: Trajectory) -> str:
-    """The instruction, the task and the outcome: ``episode_success`` as SEED.md, stated in words
-    too, with the env return, so a lost episode is not summarised as a success."""
-    if traj.won:
-        outcome = "success (the agent completed the task)"
-    else:
-        outcome = "failure (the agent did NOT complete the task)"
+    """The instruction chosen by the outcome, the task and ``episode_success: success|failure``
+    (SEED.md; the reward value is not shown)."""
+    outcome = "success" if traj.won else "failure"
     return (
-        f"{ANALYZER_INSTRUCTION}\n\nTask description: {traj.task}\n"
-        f"episode_success: {outcome}\nepisode_return: {traj.env_return:g}"
+        f"{analyzer_instruction(traj.won)}\n\nTask description: {traj.task}\n"
+        f"episode_success: {outcome}"
     )
 
 
@@ -335,6 +356,44 @@ def skeleton_pieces() -> list[str]:
     return text.split(json.dumps(marker)[1:-1])  # 3 pieces; each field sits between two
 
 
+FIELD_MIN_WORDS = {"episode_summary": 1, "episode_skill": MIN_SKILL_WORDS}
+"""Words a field must hold before structured decoding lets it close (``parse_skill_json``'s
+rules), so the assembled answer always parses when the budget fits them."""
+
+
+def word_count(text: str) -> int:
+    """Words of a field as the answer will hold it (whitespace collapsed, loops trimmed)."""
+    return len(trim_repetition(" ".join(text.split())).split())
+
+
+def vocabulary_roles(tokenizer: Any) -> dict[str, list[int]]:
+    """Token ids by what they do to a JSON string field (computed once per tokenizer):
+    ``closing`` (the text holds a double quote: it would close the field), ``blank`` (the text is
+    empty or whitespace: it adds no word) and ``not_word_start`` (every id but those whose text is
+    whitespace and then a character other than a quote: the ones that add a word)."""
+    cached = getattr(tokenizer, "_seed_gym_roles", None)
+    if cached is None:
+        cached = {"closing": [], "blank": [], "not_word_start": []}
+        for i in range(len(tokenizer)):
+            text = tokenizer.decode([i])
+            if '"' in text:
+                cached["closing"].append(i)
+            if not text.strip():
+                cached["blank"].append(i)
+            if '"' in text or not re.match(r"\s+\S", text):
+                cached["not_word_start"].append(i)
+        with contextlib.suppress(AttributeError):  # one that takes no attribute: next time again
+            tokenizer._seed_gym_roles = cached
+    return cached
+
+
+def loop_starts(ids: Sequence[int], max_unit: int = 16) -> list[int]:
+    """The tokens that would start a third copy in a row of a unit of up to ``max_unit`` tokens
+    ``ids`` ends with twice (``... u u``: the first token of ``u``)."""
+    return [ids[-n] for n in range(1, min(max_unit, len(ids) // 2) + 1)
+            if ids[-n:] == ids[-2 * n : -n]]  # fmt: skip
+
+
 def structured_generate_fn(
     engine: Any, *, max_new_tokens: int, no_repeat_ngram: int = 6
 ) -> Callable[[list[list[dict[str, str]]]], list[str]]:
@@ -345,6 +404,12 @@ def structured_generate_fn(
     - any other engine (``HFEngine``) is prefilled field by field: the prompt is the chat plus the
       answer's fixed text up to the field's opening quote, generation stops at the closing quote
       (``max_new_tokens`` per field, n-gram repeats banned), the next piece of fixed text follows.
+      A field may not close (no quote, no end of text) nor add blanks before it holds
+      ``FIELD_MIN_WORDS`` words, and when the budget left is no more than the words missing only
+      tokens that start a new word may follow; no token may start a third copy in a row of what
+      the field ends with twice (``loop_starts``: ``trim_repetition`` would cut the loop). So any
+      model, a random one included, writes an answer that parses whenever the budget holds the
+      words.
 
     Either way each field is cut at a degenerate loop (``trim_repetition``) and the answer is
     assembled with ``json.dumps``, so it parses whenever the fields are non-empty; the word-count
@@ -375,6 +440,10 @@ def structured_generate_fn(
                     out.append(answer)  # left to parse_skill_json (and its retry)
             return out
         tokenizer = engine.tokenizer
+        roles = vocabulary_roles(tokenizer)
+        eos = list(getattr(engine, "eos_ids", []))
+        open_ban = roles["closing"] + roles["blank"] + eos  # below its words: no end, no blank
+        last_ban = roles["not_word_start"] + eos  # and when the budget is short: new words only
         texts = [
             tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
             for c in chats
@@ -385,10 +454,19 @@ def structured_generate_fn(
         # (the chat, the answer so far) runs only what it adds to the previous field's prompt
         reuse = getattr(engine, "supports_prompt_kv", False)
         past = None
-        for k in range(len(SKILL_FIELDS)):
+        for k, name in enumerate(SKILL_FIELDS):
             texts = [t + pieces[k] for t in texts]
             ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
             more = reuse and k + 1 < len(SKILL_FIELDS)
+            need = FIELD_MIN_WORDS[name]
+
+            def banned(row: list[int], need: int = need) -> list[int]:
+                missing = need - word_count(tokenizer.decode(row))
+                if missing <= 0:
+                    return loop_starts(row)
+                short = max_new_tokens - len(row) <= missing
+                return (last_ban if short else open_ban) + loop_starts(row)
+
             gens = engine.generate(
                 ids,
                 max_new_tokens=max_new_tokens,
@@ -398,6 +476,7 @@ def structured_generate_fn(
                 no_repeat_ngram=no_repeat_ngram,
                 **({"keep_prompt_kv": True} if more else {}),
                 **({"past": past} if past else {}),
+                **({"banned": banned} if getattr(engine, "supports_banned", False) else {}),
             )
             past = [g.prompt_kv for g in gens] if more else None
             for i, g in enumerate(gens):
@@ -518,9 +597,26 @@ def analyze(
                 "analyzer/parse_rate": parse_rate(results),
                 "analyzer/first_try_rate": first_ok / n if n else 0.0,
                 "analyzer/retries": float(len(failed) if retry else 0),
+                **kind_shares(trajectories, results),
             }
         )
     return results
+
+
+def kind_shares(
+    trajectories: Sequence[Trajectory], skills: Sequence[Skill | None]
+) -> dict[str, float]:
+    """``analyzer/avoidance_share_lost``: the share of lost episodes' skills that are avoidance
+    rules; ``analyzer/workflow_share_won``: of won episodes' skills that are workflows
+    (``skill_kind``; a metric is left out when no such skill parsed)."""
+    out = {}
+    for won, kind, name in ((False, "avoidance", "avoidance_share_lost"),
+                            (True, "workflow", "workflow_share_won")):  # fmt: skip
+        kinds = [skill_kind(s.skill) for t, s in zip(trajectories, skills, strict=True)
+                 if s is not None and t.won == won]  # fmt: skip
+        if kinds:
+            out[f"analyzer/{name}"] = kinds.count(kind) / len(kinds)
+    return out
 
 
 def _generate(generate_fn: GenerateFn, chats: list[list[dict[str, str]]]) -> list[str]:

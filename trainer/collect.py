@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 
 from seed_gym.seeding import derive_seed
 from seed_gym.trainer.engines import RolloutEngine
-from seed_gym.trainer.rescore import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 from seed_gym.trainer.trajectory import StepSample, Trajectory
+from seed_gym.wrappers.skill import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 
 
 @dataclass
@@ -60,7 +60,7 @@ def collect(
             cut by it is marked ``truncated``).
         progress: show a tqdm bar over turns.
         skills: per group, a skill inserted into every actor prompt of its episodes
-            (``rescore.insert_skill`` at the spec's task markers; None: no skill). The stored
+            (``wrappers.skill.insert_skill`` at the spec's markers; None: no skill). The stored
             ``messages`` and ``prompt_ids`` are the prompts with the skill (skill-grpo, Stage 1).
         privileged: store ``privileged_info()`` of the raw env, taken right after reset (once per
             group: its copies share task and seed), on ``Trajectory.privileged``.

@@ -172,11 +172,19 @@ class OPDConfig:
     """analyzer prompt budget in tokens; longer trajectories are truncated (task, end, decisive steps)"""
     analyzer_retry: bool = True
     """retry a failed analysis once, quoting the parse error"""
+    skill_control: int = 8
+    """trajectories scored each iteration under another task's skill: the shuffled-skill control
+    (``opd/control_gap*``) beside the skill's own effect (``opd/skill_gap*``); 0: off"""
+    grad_probe: bool = True
+    """measure the teacher term's gradient against the policy gradient's on one micro-batch per
+    update (``opd/grad_ratio``, ``opd/grad_cosine``; two extra backward passes)"""
     skill_bank: str | None = None
     """static-skills: JSON file {task_type: skill, "*": fallback}; None: a generic built-in bank"""
 
     def __post_init__(self):
         _at_least_one(self, "analyzer_max_new_tokens", "analyzer_budget")
+        if self.skill_control < 0:
+            raise ValueError(f"skill_control must be >= 0, got {self.skill_control}")
         if self.coef < 0 or self.beta <= 0:
             raise ValueError("need opd_coef >= 0 and opd_beta > 0")
         if self.positive_only and self.teacher_advantage:
@@ -198,13 +206,26 @@ class Stage1Config:
     annotator_model: Annotated[str, flag("sft_annotator_model")] = "default"
     """model name sent to an openai:URL annotator"""
     tasks_per_type: Annotated[int, flag("sft_tasks_per_type")] = 30
-    """Stage 1 base rollouts: training tasks per task type"""
+    """Stage 1 rollouts: training tasks per task type"""
     rollouts: Annotated[int, flag("sft_rollouts")] = 8
-    """Stage 1 base rollouts per task (also the no-skill baseline of the acceptance rule)"""
+    """Stage 1 rollouts per task (also the no-skill baseline of the acceptance filter)"""
     temperature: Annotated[float, flag("sft_temperature")] = 0.4
-    """Stage 1 sampling temperature (base rollouts and with-skill reruns)"""
+    """Stage 1 sampling temperature (rollouts and with-skill reruns; the reference's card games
+    use 1.0)"""
+    accept_filter: Annotated[bool, flag("sft_accept_filter")] = False
+    """keep only skills that help on a with-skill rerun (+1 success and +0.125 success rate;
+    SEED.md's filter for ALFWorld and the text envs); off: every parsed annotation is a row, as
+    the reference's card-game pipeline"""
     reruns: Annotated[int, flag("sft_reruns")] = 8
-    """with-skill reruns per candidate skill (accept: +1 success and +0.125 success rate)"""
+    """with-skill reruns per candidate skill (with ``sft_accept_filter``)"""
+    balance: Annotated[bool, flag("sft_balance")] = True
+    """as many lost- as won-episode rows: the larger side is subsampled (seeded)"""
+    seed: Annotated[int, flag("sft_seed")] = 0
+    """Stage 1's own seed (tasks, rollouts, balance, SFT order): runs of every ``--seed`` start
+    from one Stage 1 model, as from one format warm-up"""
+    cache: Annotated[bool, flag("sft_cache")] = True
+    """keep the Stage 1 model in ``$SEED_GYM_CACHE/models`` (keyed by the starting model, env and
+    every Stage 1 setting) and reuse it; off: build it in RUN_DIR/stage1"""
     epochs: Annotated[int, flag("sft_epochs")] = 3
     """Stage 1 SFT epochs"""
     lr: Annotated[float, flag("sft_lr")] = 5e-6
@@ -509,8 +530,9 @@ def tiny() -> TrainConfig:
         iterations=2,
         rollout=RolloutConfig(tasks_per_iter=2, group_size=2, max_new_tokens=16, max_turns=3),
         optim=OptimConfig(lr=1e-3, micro_batch=4),
-        # SEED: a random model writes no JSON, so keep the analyzer short; Stage 1 in seconds
-        opd=OPDConfig(analyzer_max_new_tokens=16, analyzer_budget=256),
+        # SEED: structured decoding makes the random model's analyses parse (room for 5 words
+        # of byte-level tokens); Stage 1 in seconds
+        opd=OPDConfig(analyzer_max_new_tokens=32, analyzer_budget=256),
         stage1=Stage1Config(tasks_per_type=1, rollouts=2, reruns=2, epochs=1, lr=1e-3),
         eval=EvalConfig(tasks=2, max_new_tokens=8, every=0),
         system=SystemConfig(threads=1),
@@ -530,14 +552,15 @@ def smollm2_cpu() -> TrainConfig:
         modality="text",
         bf16=bf16_is_fast("cpu"),
         iterations=3,
-        # SmolLM2-135M never writes the agent format (nor the analyzer's JSON) unaided: clone 32
-        # noisy-oracle episodes and 8 analyzer answers first (cached per env). 3 epochs: after 2
+        # SmolLM2-135M never writes the agent format unaided: clone 32 noisy-oracle episodes
+        # first (cached per env; the analyzer's answers are Stage 1's to teach, so GRPO starts
+        # from the policy SEED's Stage 1 starts from, as in the reference). 3 epochs: after 2
         # the clone wrote "1" for "10" and won 3% of sampled seen episodes; after 3 it won 58%,
         # and 28-42% since its thoughts carry the operator's arithmetic, which then carries over
         # to the unseen pairs (docs/training.md). 32 + 8 episodes instead of 64 + 16: 114 SFT
         # steps instead of 222, 475 s instead of 1023 on 2 threads, so the demo and the
         # benchmark fit their budgets (`benchmarks/learning.py --config cpu-long` keeps 64 + 16)
-        warmup=WarmupConfig(episodes=32, epochs=3, analyzer_episodes=8),
+        warmup=WarmupConfig(episodes=32, epochs=3),
         # a right formula takes 4 turns (card, operator, card, "="); EZPoints' own limit is 8.
         # 4 turns leave no room for an illegal token (a 0-reward no-op), so the step-level
         # advantage charges it through the lost episode; with 6, two were free and the trained
@@ -557,9 +580,12 @@ def smollm2_cpu() -> TrainConfig:
         # an eval of 12 x 2 take 84-91 s at 1 thread instead of 96-114 s at 6 turns, and the
         # third sample narrows the paired interval
         eval=EvalConfig(at_start=True, tasks=12, samples=3, temperature=1.0),
-        # SEED: structured analyzer answers of up to 48 tokens a field; a small Stage 1
-        opd=OPDConfig(analyzer_max_new_tokens=48, analyzer_budget=768),
-        stage1=Stage1Config(tasks_per_type=1, rollouts=4, reruns=4, epochs=3, lr=5e-6),
+        # SEED: structured analyzer answers of up to 128 tokens a field (a whole skill fits)
+        opd=OPDConfig(analyzer_max_new_tokens=128, analyzer_budget=768),
+        # Stage 1 as the reference's card pipeline, at CPU scale: rollouts of the warmed policy
+        # at temperature 1, every privileged annotation kept, won and lost balanced; lr 1e-4 (the
+        # warm-up's): at the paper's 5e-6 the 135M model does not learn the analyzer's answers
+        stage1=Stage1Config(tasks_per_type=24, rollouts=4, temperature=1.0, epochs=3, lr=1e-4),
         # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
         system=SystemConfig(threads=1),
     )
@@ -591,9 +617,11 @@ def paper(env: str) -> TrainConfig:
     ``--model PATH``), vLLM rollouts, 16 tasks x 8 per iteration, 512-token responses, lr 1e-6,
     KL 0.01 (k3), entropy 0.001, lambda 0.01, beta 5, PPO clip 0.2 with dual clip 3, one epoch in
     mini-batches of 256 step-samples, FSDP2 with gradient checkpointing on the GPUs torchrun
-    gives, Stage 1 with 30 tasks per type x 8 rollouts at T 0.4 and 8 reruns, 3 SFT epochs at
+    gives, Stage 1 with 30 tasks per type x 8 rollouts (ALFWorld and the text envs: T 0.4 and the
+    8-rerun acceptance filter; the card games: T 1 and every parsed annotation), 3 SFT epochs at
     lr 5e-6. ``--dry-run`` prints what it needs."""
     env_id, model, modality, history = PAPER_ENVS[env]
+    card_game = env in ("sokoban", "ezpoints")
     return TrainConfig(
         preset=f"paper-{env}",
         env=env_id,
@@ -610,9 +638,17 @@ def paper(env: str) -> TrainConfig:
             lr=1e-6, kl_coef=0.01, ent_coef=0.001, mini_batch_size=256, micro_batch=8
         ),
         opd=OPDConfig(coef=0.01, beta=5.0, analyzer_max_new_tokens=512),
+        # the card games (reference): temperature 1, every parsed annotation kept; ALFWorld and
+        # the text envs: temperature 0.4 and the with-skill rerun filter (SEED.md Stage 1)
         stage1=Stage1Config(
-            tasks_per_type=30, rollouts=8, temperature=0.4, reruns=8, epochs=3, lr=5e-6
-        ),
+            tasks_per_type=30,
+            rollouts=8,
+            temperature=1.0 if card_game else 0.4,
+            accept_filter=not card_game,
+            reruns=8,
+            epochs=3,
+            lr=5e-6,
+        ),  # fmt: skip
         # the reference validates with sampling at 0.4
         eval=EvalConfig(every=5, tasks=128, temperature=0.4),
         system=SystemConfig(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -181,6 +181,17 @@ def _ban_repeats(logits: torch.Tensor, rows: list[list[int]], n: int) -> torch.T
     return out
 
 
+def _ban_rows(logits: torch.Tensor, rows: list[Sequence[int]]) -> torch.Tensor:
+    """``logits`` [b, V] with ``rows[r]``'s ids masked in row r (a copy when anything is)."""
+    pairs = [(r, int(t)) for r, ids in enumerate(rows) for t in ids]
+    if not pairs:
+        return logits
+    out = logits.clone()
+    r_idx, t_idx = zip(*pairs, strict=True)
+    out[list(r_idx), list(t_idx)] = float("-inf")
+    return out
+
+
 def _suppress(logits: torch.Tensor, ids: list[int]) -> torch.Tensor:
     """``logits`` with ``ids`` masked to -inf (a copy), or ``logits`` itself when ``ids`` is empty."""
     if not ids:
@@ -209,6 +220,7 @@ class HFEngine:
     """
 
     supports_prompt_kv = True  # ``generate(..., keep_prompt_kv=, past=)``
+    supports_banned = True  # ``generate(..., banned=)``
 
     def __init__(
         self,
@@ -276,6 +288,7 @@ class HFEngine:
         no_repeat_ngram: int = 0,
         keep_prompt_kv: bool = False,
         past: Sequence[tuple[PromptKV, int] | None] | None = None,
+        banned: Callable[[list[int]], Sequence[int]] | None = None,
     ) -> list[Generation]:
         """``seed``: of the call (each prompt gets its own stream from it) or one per prompt.
         ``images[i]``: the PIL pictures of prompt i (its ``<image>`` placeholders, in order);
@@ -286,7 +299,10 @@ class HFEngine:
         ``keep_prompt_kv``: each ``Generation.prompt_kv`` keeps its prompt's KV cache (text
         prompts); ``past[i]``, such a handle from an earlier call, lets prompt i run only what it
         adds to that call's prompt when it starts with it (else it is prefilled whole). Greedy
-        outputs match a whole prefill up to floating-point rounding."""
+        outputs match a whole prefill up to floating-point rounding.
+        ``banned(ids)``: the token ids a row may not sample next, given the ids it sampled so far
+        (the structured analyzer keeps a field open until it holds enough words); like
+        ``no_repeat_ngram``, the reported logprobs are then not the sampling distribution's."""
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if not 0.0 < top_p <= 1.0:
@@ -300,7 +316,7 @@ class HFEngine:
         encoded = [self._encode(p) for p in prompts]
         return self._generate_encoded(
             encoded, None, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram,
-            keep_kv=keep_prompt_kv, past=past,
+            keep_kv=keep_prompt_kv, past=past, banned=banned,
         )  # fmt: skip
 
     def _generate_with_images(
@@ -321,6 +337,7 @@ class HFEngine:
     def _generate_encoded(
         self, encoded, images, max_new_tokens, temperature, top_p, stop, seed, no_repeat_ngram=0,
         *, keep_kv: bool = False, past: Sequence[tuple[PromptKV, int] | None] | None = None,
+        banned: Callable[[list[int]], Sequence[int]] | None = None,
     ) -> list[Generation]:  # fmt: skip
         """Seed, length-sort and chunk already-encoded prompts (``images``: one list per prompt,
         or None for text only) through ``_generate_batch``; results in prompt order. Prompts
@@ -348,7 +365,7 @@ class HFEngine:
             chunk, snap = self._generate_batch(
                 [encoded[i][len(kv.prompts[r]) :] for i, r in rows], *args,
                 [row_seeds[i] for i in idx], no_repeat_ngram=no_repeat_ngram, keep_kv=keep_kv,
-                past=kv.select([r for _, r in rows]),
+                past=kv.select([r for _, r in rows]), banned=banned,
             )  # fmt: skip
             self._place(out, idx, chunk, snap, encoded)
         # similar lengths share a chunk so little compute goes to padding
@@ -360,6 +377,7 @@ class HFEngine:
                 [encoded[i] for i in idx], *args, [row_seeds[i] for i in idx],
                 row_images=None if images is None else [images[i] for i in idx],
                 no_repeat_ngram=no_repeat_ngram, keep_kv=keep_kv and images is None,
+                banned=banned,
             )  # fmt: skip
             self._place(out, idx, chunk, snap, encoded)
         return out  # type: ignore[return-value]
@@ -430,6 +448,7 @@ class HFEngine:
         no_repeat_ngram: int = 0,
         keep_kv: bool = False,
         past: Any = None,
+        banned: Callable[[list[int]], Sequence[int]] | None = None,
     ) -> tuple[list[Generation], PromptKV | None]:
         """One chunk: the completions, and with ``keep_kv`` the prompts' KV after the prefill."""
         model = self.model
@@ -476,6 +495,8 @@ class HFEngine:
                     pick = _suppress(logits, self.suppress_ids)  # [b, V]; logits if none
                     if no_repeat_ngram > 0:
                         pick = _ban_repeats(pick, [ids[r] for r in alive], no_repeat_ngram)
+                    if banned is not None:
+                        pick = _ban_rows(pick, [banned(ids[r]) for r in alive])
                     tok = sample_tokens(pick, temperature, top_p, [gens[r] for r in alive])
                     lp, _ = token_logprobs_from_logits(logits, tok, temperature=temperature)  # [b]
                     is_eos = torch.isin(tok, eos)  # [b]

@@ -6,12 +6,9 @@ new prompt alone is tokenized, the *stored* response ids are appended unchanged 
 re-encoded), and one forward pass scores them; only response positions get logits
 (``logprobs.response_logprobs``). Nothing is generated.
 
-Where the block goes (``insert_skill``), in the first message whose text has a match:
-1. right after the line holding one of ``task_markers`` ("Your task is to:", "Your question:", ...);
-   the block becomes its own paragraph after that line;
-2. else right before ``fallback_marker`` ("Now it's your turn");
-3. else appended, as a last paragraph, to the last user message (so a template without either
-   marker still gets the skill; documented departure: SEED.md names only 1 and 2).
+Where the block goes: ``wrappers.skill.insert_skill``, SEED.md's rule (after the task line, else
+before "Now it's your turn", else at the end of the prompt), the same for the actor prompts of
+Stage 1 and ``skill-grpo``.
 
 Samples whose skill is ``None`` are not scored: teacher logprobs 0, teacher mask 0. An empty skill
 ``""`` inserts nothing and is scored under the unchanged prompt, mask 0: a control that reproduces
@@ -20,7 +17,6 @@ the plain logprobs.
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,78 +26,7 @@ from seed_gym.trainer.image_inputs import encode_image_prompt, is_processor
 from seed_gym.trainer.image_inputs import sanitize_skill as _sanitize
 from seed_gym.trainer.models import autocast
 from seed_gym.trainer.trajectory import StepSample, Trajectory
-
-SKILL_HEADER = (
-    "**Episode-Level Skill**\n"
-    "Refer to this episode-level skill when deciding what action to take in the current episode:\n"
-)
-DEFAULT_TASK_MARKERS = ("Your task is to:", "Your question:")
-DEFAULT_FALLBACK_MARKER = "Now it's your turn"
-
-
-def skill_block(skill: str) -> str:
-    """The exact block of SEED.md (concatenated, so braces in a skill are safe)."""
-    return SKILL_HEADER + "[" + skill + "]"
-
-
-def _insert_into_text(
-    text: str, block: str, task_markers: Sequence[str], fallback_marker: str | None
-) -> tuple[str, str] | None:
-    """(new text, where) or None when the text has no marker."""
-    hits = [text.find(m) for m in task_markers if m and m in text]
-    if hits:
-        pos = min(hits)
-        eol = text.find("\n", pos)
-        if eol == -1:
-            return text + "\n\n" + block, "task"
-        rest = text[eol:].lstrip("\n")  # the block is its own paragraph: one blank line each side
-        return text[:eol] + "\n\n" + block + "\n\n" + rest, "task"
-    if fallback_marker and fallback_marker in text:
-        pos = text.find(fallback_marker)
-        before = text[:pos].rstrip(" \t")
-        lead = "" if not before or before.endswith("\n") else "\n\n"
-        return before + lead + block + "\n\n" + text[pos:], "fallback"
-    return None
-
-
-def insert_skill(
-    messages: Sequence[dict[str, Any]],
-    skill: str | None,
-    task_markers: Sequence[str] = DEFAULT_TASK_MARKERS,
-    fallback_marker: str | None = DEFAULT_FALLBACK_MARKER,
-    *,
-    return_where: bool = False,
-) -> list[dict[str, Any]] | tuple[list[dict[str, Any]], str]:
-    """A copy of ``messages`` with the skill block inserted (see the module docstring for where).
-
-    ``skill`` None or "" inserts nothing. With ``return_where`` also returns
-    ``"task" | "fallback" | "append" | "none"``.
-    """
-    out = copy.deepcopy(list(messages))
-    where = "none"
-    if skill:
-        block = skill_block(skill)
-        texts = [i for i, m in enumerate(out) if isinstance(m.get("content"), str)]
-        for stage in ("task", "fallback"):
-            for i in texts:
-                if out[i].get("role") == "assistant":
-                    continue  # never rewrite what the model said
-                markers = task_markers if stage == "task" else ()
-                fallback = fallback_marker if stage == "fallback" else None
-                hit = _insert_into_text(out[i]["content"], block, markers, fallback)
-                if hit is not None:
-                    out[i]["content"], where = hit
-                    break
-            if where != "none":
-                break
-        if where == "none":
-            users = [i for i in texts if out[i].get("role") == "user"]
-            if not users:
-                raise ValueError("insert_skill: no text user message to put the skill into")
-            i = users[-1]
-            out[i]["content"] = out[i]["content"].rstrip("\n") + "\n\n" + block
-            where = "append"
-    return (out, where) if return_where else out
+from seed_gym.wrappers.skill import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 
 
 # --- scoring ------------------------------------------------------------------------------------

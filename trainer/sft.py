@@ -1,16 +1,26 @@
 """Stage 1 of SEED: teach the policy to analyze trajectories (SEED.md, Stage 1).
 
-1. base rollouts (the caller's ``collect``), 2. a skill per trajectory from an ``Annotator``,
-3. keep a skill only if it helps (``accept_skill``: rerun the task with the skill in the actor
-prompt; successes must rise by >= 1 *and* the success rate by >= 0.125 over the no-skill baseline),
+1. rollouts of the policy Stage 2 starts from (``tasks_per_type`` tasks of every type x
+   ``rollouts``, the caller's ``collect``);
+2. a skill per trajectory from an ``Annotator`` that is told the outcome (the privileged one
+   offline, ``openai:URL`` with a stronger model);
+3. rows: by default every parsed annotation, with as many lost- as won-episode rows
+   (``balance_outcomes``), as the reference's pipeline for the card games; with
+   ``--sft-accept-filter`` only skills that help on a rerun (``accept_skill``: rerun the task with
+   the skill in the actor prompt; successes must rise by >= 1 *and* the success rate by >= 0.125
+   over the no-skill baseline), SEED.md's filter for ALFWorld and the text envs;
 4. SFT the policy on ``{analyzer prompt -> JSON}`` rows (``sft_train``: loss on the answer tokens
-only, 3 epochs, lr 5e-6, 10 % validation).
+   only, 3 epochs, 10 % validation).
+
+The model is cached like the format warm-up (``stage1_model``): keyed by the starting model, the
+env and every setting Stage 1 reads, with its own seed (``--sft-seed``), so the runs of every
+``--seed`` of an algorithm start from one Stage 1 model.
 
 The rerun is a callable so the trainer can plug in ``collect``: ``rerun_fn(traj, skill, n)`` plays
 ``traj``'s task (same ``task_id`` and env seed) ``n`` times with ``skill`` inserted into the actor
-prompt (``rescore.insert_skill``; ``None``: no skill) and returns the trajectories (or success
-flags). The no-skill baseline is, by default, the base rollouts of the same group (SEED.md: 8
-rollouts per task, the same 8 that were annotated); ``baseline="rerun"`` reruns it instead.
+prompt (``wrappers.skill.insert_skill``; ``None``: no skill) and returns the trajectories (or
+success flags). The no-skill baseline is, by default, the base rollouts of the same group (SEED.md:
+8 rollouts per task, the same 8 that were annotated); ``baseline="rerun"`` reruns it instead.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import argparse
 import json
 import math
 import random
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +49,7 @@ from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import PRESETS, TrainConfig
 from seed_gym.trainer.engines import HFEngine, encode_chat
 from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
+from seed_gym.trainer.model_cache import base_key, model_cache_dir, publish, staging_dir
 from seed_gym.trainer.models import load_policy, save_policy
 from seed_gym.trainer.trajectory import Trajectory
 from seed_gym.wrappers.agent import make_agent_env
@@ -112,11 +124,14 @@ class Stage1Report:
 
     def metrics(self) -> dict[str, float]:
         n = max(1, self.n_trajectories)
+        won = sum(bool(r["provenance"]["won"]) for r in self.rows)
         return {
             "stage1/trajectories": float(self.n_trajectories),
             "stage1/annotated_rate": self.n_annotated / n,
             "stage1/accepted_rate": self.n_accepted / n,
             "stage1/rows": float(len(self.rows)),
+            "stage1/won_rows": float(won),
+            "stage1/lost_rows": float(len(self.rows) - won),
             "stage1/rerun_episodes": float(self.reruns),
         }
 
@@ -124,7 +139,7 @@ class Stage1Report:
 def build_stage1_rows(
     trajectories: Sequence[Trajectory],
     annotator: Any,
-    rerun_fn: RerunFn,
+    rerun_fn: RerunFn | None,
     *,
     env_id: str,
     privileged: Sequence[dict[str, Any]] | None = None,
@@ -132,7 +147,8 @@ def build_stage1_rows(
     baseline: str = "group",
     analyzer_kwargs: dict[str, Any] | None = None,
 ) -> Stage1Report:
-    """Annotate, filter by the rerun rule, and return the accepted SFT rows (with provenance).
+    """Annotate, keep every parsed skill (``rerun_fn`` None) or only those the rerun rule
+    accepts, and return the SFT rows (with provenance).
 
     Each row: ``{"messages": analyzer chat, "completion": JSON answer, "provenance": {...}}``. The
     analyzer chat is exactly what the policy reads in Stage 2 (``analyzer_kwargs`` must match the
@@ -163,14 +179,16 @@ def build_stage1_rows(
         if skill is None:
             continue
         report.n_annotated += 1
-        if baseline == "group":
-            group = groups[traj.group_id]
-            base_s, base_n = sum(t.won for t in group), len(group)
-        else:
-            base_s, base_n = rerun(traj, None), reruns
-        acc = accept_skill(base_s, base_n, rerun(traj, skill.skill), reruns)
-        if not acc.accepted:
-            continue
+        acc = None
+        if rerun_fn is not None:
+            if baseline == "group":
+                group = groups[traj.group_id]
+                base_s, base_n = sum(t.won for t in group), len(group)
+            else:
+                base_s, base_n = rerun(traj, None), reruns
+            acc = accept_skill(base_s, base_n, rerun(traj, skill.skill), reruns)
+            if not acc.accepted:
+                continue
         report.n_accepted += 1
         report.rows.append(
             {
@@ -186,11 +204,24 @@ def build_stage1_rows(
                     "task": traj.task,
                     "seed": traj.seed,
                     "won": traj.won,
-                    "acceptance": acc.to_dict(),
+                    "acceptance": None if acc is None else acc.to_dict(),
                 },
             }
         )
     return report
+
+
+def balance_outcomes(rows: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """As many lost- as won-episode rows: the larger side is subsampled (seeded, order kept).
+    With one side empty every row is kept (there is nothing to balance against)."""
+    won = [r for r in rows if r["provenance"]["won"]]
+    lost = [r for r in rows if not r["provenance"]["won"]]
+    if not won or not lost:
+        return list(rows)
+    n = min(len(won), len(lost))
+    rng = random.Random(seed)
+    keep = {id(r) for r in rng.sample(won, n) + rng.sample(lost, n)}
+    return [r for r in rows if id(r) in keep]
 
 
 # --- SFT ----------------------------------------------------------------------------------------
@@ -427,8 +458,8 @@ def run_stage1(
     group, the analyzer settings of ``opd``, the rollout budget) into ``out``; returns the meta
     dict (also ``out/stage1.json``).
 
-    ``out/stage1_dataset.jsonl`` holds the accepted rows, ``out/model`` the SFT'd policy (the base
-    policy unchanged when no skill was accepted: the meta says so)."""
+    ``out/stage1_dataset.jsonl`` holds the rows, ``out/model`` the SFT'd policy (the base policy
+    unchanged when there is no row: the meta says so)."""
 
     stage1, out = cfg.stage1, Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -437,20 +468,20 @@ def run_stage1(
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if policy is None:
-        policy = load_policy(cfg.model, seed=cfg.seed, device=device)
+        policy = load_policy(cfg.model, seed=stage1.seed, device=device)
     model, tokenizer = policy.model, policy.tokenizer
     engine = HFEngine(model, tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16)
     sampling = SamplingParams(cfg.rollout.max_new_tokens, stage1.temperature, 1.0)
 
-    # 1. base rollouts: tasks per type x rollouts, every copy of a task from the same env seed
-    tasks = tasks_by_type(cfg.env, stage1.tasks_per_type, seed=cfg.seed, modality=cfg.modality,
+    # 1. rollouts: tasks per type x rollouts, every copy of a task from the same env seed
+    tasks = tasks_by_type(cfg.env, stage1.tasks_per_type, seed=stage1.seed, modality=cfg.modality,
                           env_kwargs=cfg.env_kwargs)  # fmt: skip
-    _say(f"{len(tasks)} tasks x {stage1.rollouts} base rollouts (temperature {stage1.temperature})")
-    env_seeds = [derive_seed(cfg.seed, 101, b) % 2**31 for b in range(len(tasks))]
+    _say(f"{len(tasks)} tasks x {stage1.rollouts} rollouts (temperature {stage1.temperature})")
+    env_seeds = [derive_seed(stage1.seed, 101, b) % 2**31 for b in range(len(tasks))]
     pool = _stage1_pool(cfg, tasks, stage1.rollouts)
     try:
         trajs = collect(pool, engine, tasks, env_seeds, sampling=sampling,
-                        seed=derive_seed(cfg.seed, 102), prefix="s1-",
+                        seed=derive_seed(stage1.seed, 102), prefix="s1-",
                         max_turns=cfg.rollout.max_turns, progress=cfg.system.progress,
                         privileged=True)  # fmt: skip
     finally:
@@ -458,48 +489,53 @@ def run_stage1(
     base = rollout_metrics(trajs, prefix="stage1/base_")
     times["rollout"] = time.perf_counter() - t0
 
-    # 2-3. annotate, rerun each skill in the actor prompt, keep the skills that help
+    # 2-3. annotate (the annotator is told the outcome); keep every parsed skill, or, with the
+    # acceptance filter, those that help on a rerun with the skill in the actor prompt
     t0 = time.perf_counter()
     annotator = make_annotator(cfg, tokenizer)
-    _say(
-        f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), "
-        f"{stage1.reruns} with-skill reruns per candidate skill"
-    )
-    rerun_pool = _stage1_pool(cfg, tasks[:1], stage1.reruns)  # reset onto each rerun's task
+    how = (f"{stage1.reruns} with-skill reruns per candidate skill" if stage1.accept_filter
+           else "every parsed skill kept")  # fmt: skip
+    _say(f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), {how}")
+    rerun_pool = _stage1_pool(cfg, tasks[:1], stage1.reruns) if stage1.accept_filter else None
     reruns = iter(range(1, 1 << 30))
 
     def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
         k = next(reruns)
         return collect(rerun_pool, engine, [traj.task_id], [traj.seed], sampling=sampling,
-                       seed=derive_seed(cfg.seed, 103, k), prefix=f"s1r{k}-",
+                       seed=derive_seed(stage1.seed, 103, k), prefix=f"s1r{k}-",
                        max_turns=cfg.rollout.max_turns, skills=[skill])  # fmt: skip
 
     try:
         report = build_stage1_rows(
             trajs,
             annotator,
-            rerun_fn,
+            rerun_fn if stage1.accept_filter else None,
             env_id=cfg.env,
             privileged=[t.privileged or {} for t in trajs],
             reruns=stage1.reruns,
             analyzer_kwargs=analyzer_kwargs(cfg.opd.analyzer_budget, tokenizer),
         )
     finally:
-        rerun_pool.close()
+        if rerun_pool is not None:
+            rerun_pool.close()
+    if stage1.balance:
+        report.rows = balance_outcomes(report.rows, stage1.seed)
     dataset = write_jsonl(report.rows, out / STAGE1_FILES["dataset"])
-    times["annotate_filter"] = time.perf_counter() - t0
-    _say(f"accepted {report.n_accepted} of {report.n_annotated} skills -> {dataset}")
+    times["annotate"] = time.perf_counter() - t0
+    counts = report.metrics()
+    _say(f"{len(report.rows)} rows ({counts['stage1/won_rows']:.0f} won, "
+         f"{counts['stage1/lost_rows']:.0f} lost) of {report.n_annotated} skills -> {dataset}")  # fmt: skip
 
-    # 4. SFT the analyzer (the policy itself) on the accepted rows
+    # 4. SFT the analyzer (the policy itself) on the rows
     t0 = time.perf_counter()
     result = None
     if report.rows:
         result = sft_train(model, tokenizer, report.rows, epochs=stage1.epochs, lr=stage1.lr,
-                           batch_size=stage1.batch, seed=cfg.seed,
+                           batch_size=stage1.batch, seed=stage1.seed,
                            progress="stage 1 SFT" if cfg.system.progress else None)  # fmt: skip
         _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:
-        _say("no skill passed the rerun filter: the Stage 2 policy is the base policy")
+        _say("no row to train on: the Stage 2 policy is the base policy")
     times["sft"] = time.perf_counter() - t0
     save_policy(policy, out / STAGE1_FILES["model"])
     meta = {
@@ -508,7 +544,7 @@ def run_stage1(
         "annotator": getattr(annotator, "name", type(annotator).__name__),
         "tasks": tasks,
         "config": {k: v for k, v in cfg.flags().items() if k.startswith(("sft_", "analyzer_"))},
-        "metrics": {**base, **report.metrics()},
+        "metrics": {**base, **counts},
         "sft": None if result is None else asdict(result),
         "trained": result is not None and result.n_train > 0,
         "times": times,
@@ -607,18 +643,53 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+STAGE1_VERSION = 2  # 2: rows from every parsed annotation, balanced; the analyzer asks by outcome
+
+
+def stage1_cache_dir(cfg: Any) -> Path:
+    """The cached Stage 1 folder for ``cfg``: keyed by the starting model, the env and its
+    settings, every ``stage1`` field that shapes the model, the rollout and analyzer budgets
+    (the rows must look like Stage 2's analyzer prompts) and ``STAGE1_VERSION``."""
+    shaping = {k: v for k, v in asdict(cfg.stage1).items() if k not in ("skip", "model", "cache")}
+    key = {
+        "env": cfg.env,
+        "base": base_key(cfg.model),
+        "base_seed": cfg.seed if cfg.model == "tiny" else None,  # the random tiny model's init
+        "env_kwargs": list(cfg.env_kwarg),
+        "modality": cfg.modality,
+        "history": cfg.history,
+        "stage1": shaping,
+        "rollout": [cfg.rollout.max_new_tokens, cfg.rollout.max_turns, cfg.rollout.gen_batch],
+        "analyzer_budget": cfg.opd.analyzer_budget,
+        "bf16": cfg.bf16,
+        "version": STAGE1_VERSION,
+    }
+    return model_cache_dir("stage1", cfg.env, cfg.model, key)
+
+
 def stage1_model(
     cfg: Any, run_dir: Path, device: str = "cpu", *, self_analyzes: bool = True
 ) -> str | None:
     """The folder Stage 2 starts from: ``cfg.stage1.model`` if given; when the policy analyzes its
     own episodes (``Algorithm.self_analyzes``: seed, skill-grpo) and without ``--no-sft``, Stage
-    1's model (run now into ``RUN_DIR/stage1`` unless a finished one is there); else None (start
-    from ``cfg.model``)."""
+    1's model: from the cache (``stage1_cache_dir``; built now if missing) or, with
+    ``--no-sft-cache``, in ``RUN_DIR/stage1`` (unless a finished one is there); else None (start
+    from ``cfg.model``). ``RUN_DIR/stage1/stage1.json`` records what Stage 1 did either way."""
     if cfg.stage1.model:
         return cfg.stage1.model
     if not self_analyzes or cfg.stage1.skip:
         return None
-    out = run_dir / "stage1"
+    out = stage1_cache_dir(cfg) if cfg.stage1.cache else run_dir / "stage1"
     if not stage1_done(out):
-        run_stage1(cfg, out, device=device)
+        tmp = staging_dir(out)
+        run_stage1(cfg, tmp, device=device)
+        meta = json.loads((tmp / STAGE1_FILES["meta"]).read_text())
+        meta["dataset"] = str(out / STAGE1_FILES["dataset"])
+        meta["model"] = str(out / STAGE1_FILES["model"])
+        (tmp / STAGE1_FILES["meta"]).write_text(json.dumps(meta, indent=1))
+        publish(tmp, out)
+    if out != run_dir / "stage1":
+        record = run_dir / "stage1" / STAGE1_FILES["meta"]
+        record.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / STAGE1_FILES["meta"], record)
     return str(out / STAGE1_FILES["model"])

@@ -56,11 +56,12 @@ from seed_gym.trainer.run_state import (
     truncate_metrics,
     write_iteration_logs,
 )
+from seed_gym.trainer.skill_effect import control_skills, skill_gap_metrics
 from seed_gym.trainer.update import Sample, run_update
 from seed_gym.wrappers.pool import make_group_pool
 
 # purposes of derived seeds
-TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL = range(5)
+TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL, CONTROL = range(6)
 
 
 def task_batch(task_ids: Sequence[str], seed: int, position: int, n: int) -> list[str]:
@@ -164,6 +165,28 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
     return samples
 
 
+def rescore(run: Run, spec: Any, trajs: list, skills: list, it: int) -> tuple[list, list, dict]:
+    """Teacher logprobs (pi_old with each trajectory's skill in the prompt), each trajectory's
+    mean teacher gap, and the skill's own effect on the teacher (``skill_effect.py``): over every
+    trajectory, and over a few scored under another task's skill (the shuffled control)."""
+    cfg, model = run.cfg, run.policy.model
+    tokenizer = run.policy.processor or run.policy.tokenizer
+
+    def score(some_trajs: list, some_skills: list) -> tuple[list, list]:
+        return trajectory_teacher_logprobs(cfg, model, tokenizer, spec, some_trajs, some_skills,
+                                           pad_id=run.policy.pad_id)  # fmt: skip
+
+    teacher, gaps = score(trajs, skills)
+    metrics = skill_gap_metrics(trajs, teacher)
+    rng = np.random.default_rng(derive_seed(cfg.seed, CONTROL, it))
+    idx, borrowed = control_skills(trajs, skills, n=cfg.opd.skill_control, rng=rng)
+    if idx:
+        chosen = [trajs[i] for i in idx]
+        control, _ = score(chosen, borrowed)
+        metrics.update(skill_gap_metrics(chosen, control, prefix="opd/control_gap"))
+    return teacher, gaps, metrics
+
+
 # --- the loop -------------------------------------------------------------------------------------
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Run (or resume) ``cfg``; returns the last iteration's metrics."""
@@ -218,13 +241,10 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 times["analyze"] = time.perf_counter() - t0
 
             # --- rescore: the same response ids under pi_old with the skill in the prompt -----
-            teacher, gaps = None, None
+            teacher, gaps, skill_metrics = None, None, {}
             if algo.distills:
                 t0 = time.perf_counter()
-                teacher, gaps = trajectory_teacher_logprobs(
-                    cfg, model, run.policy.processor or run.policy.tokenizer, spec, trajs,
-                    skills, pad_id=run.policy.pad_id,
-                )  # fmt: skip
+                teacher, gaps, skill_metrics = rescore(run, spec, trajs, skills, it)
                 times["rescore"] = time.perf_counter() - t0
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
@@ -246,6 +266,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             # --- log, eval, commit ------------------------------------------------------------
             metrics = {**rollout_metrics(trajs, prefix="rollout/"), **train_metrics}
             metrics.update(iteration_metrics(run, trajs, samples, analyzer_stats))
+            metrics.update(skill_metrics)
             if dist.is_main:
                 write_iteration_logs(
                     run.run_dir, iteration, trajs, tokenizer=run.policy.tokenizer, skills=skills,

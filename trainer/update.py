@@ -46,7 +46,7 @@ def policy_loss(
     num_tokens: float,
     num_teacher_tokens: float,
     cfg: Any,
-) -> tuple[torch.Tensor, dict[str, float]]:
+) -> tuple[torch.Tensor, dict[str, float], dict[str, torch.Tensor]]:
     """``L = PPO-clip(A) - ent_coef * H + kl_coef * KL_k3(pi || pi_ref) + lambda * L_opd``.
 
     With ``cfg.opd.teacher_advantage`` (OPID) the teacher adds ``w * (teacher_lp - old_lp)`` to the
@@ -55,12 +55,19 @@ def policy_loss(
 
     logprobs, old_logprobs, advantages, response_mask, entropy, ref_logprobs, teacher_logprobs,
     teacher_mask: [n, L]. ``cfg`` supplies the coefficients (``TrainConfig`` fields).
-    Stats: clip_frac, dual_clip_frac, approx_kl, entropy, kl_ref, and the ``opd/*`` metrics.
+    Returns the loss, its statistics (clip_frac, dual_clip_frac, approx_kl, entropy, kl_ref and
+    the ``opd/*`` metrics) and two of its parts as scalars with their graphs: ``"pg"``, the
+    PPO-clip loss of the GRPO advantages alone, and (with a teacher) ``"teacher"``, what the
+    teacher adds to the loss (``lambda * L_opd``, or OPID's change of the PPO-clip loss).
     """
     mask = response_mask  # [n, L]
     teacher = teacher_logprobs is not None and float(teacher_mask.sum()) > 0
-    if teacher_logprobs is not None and cfg.opd.teacher_advantage:  # OPID: A + w·(teacher − old)
-        advantages = teacher_advantages(
+    clip = {"clip_low": cfg.optim.clip_low, "clip_high": cfg.optim.clip_high,
+            "dual_clip": cfg.optim.dual_clip, "num_tokens": num_tokens}  # fmt: skip
+    pg, stats = ppo_clip_loss(logprobs, old_logprobs, advantages, mask, **clip)
+    loss, parts = pg, {"pg": pg}
+    if teacher and cfg.opd.teacher_advantage:  # OPID: A + w·(teacher − old)
+        boosted = teacher_advantages(
             advantages,
             teacher_logprobs,
             old_logprobs,
@@ -68,16 +75,8 @@ def policy_loss(
             weight=cfg.opd.teacher_advantage_coef,
             clip=cfg.opd.teacher_advantage_clip,
         )  # [n, L]
-    loss, stats = ppo_clip_loss(
-        logprobs,
-        old_logprobs,
-        advantages,
-        mask,
-        clip_low=cfg.optim.clip_low,
-        clip_high=cfg.optim.clip_high,
-        dual_clip=cfg.optim.dual_clip,
-        num_tokens=num_tokens,
-    )
+        loss, stats = ppo_clip_loss(logprobs, old_logprobs, boosted, mask, **clip)
+        parts["teacher"] = loss - pg
     stats["entropy"] = float(masked_mean(entropy.detach(), mask))
     if cfg.optim.ent_coef > 0:
         loss = loss - cfg.optim.ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
@@ -97,11 +96,38 @@ def policy_loss(
             num_tokens=num_teacher_tokens,
         )
         if not cfg.opd.teacher_advantage:
-            loss = loss + cfg.opd.coef * opd
+            parts["teacher"] = cfg.opd.coef * opd
+            loss = loss + parts["teacher"]
         else:
             opd_stats["opd/loss"] = 0.0
         stats.update(opd_stats)
-    return loss, stats
+    return loss, stats, parts
+
+
+def gradient_probe(
+    pg: torch.Tensor, teacher: torch.Tensor, params: Sequence[torch.Tensor]
+) -> dict[str, float]:
+    """How the teacher's gradient compares with the policy gradient's on one micro-batch:
+    ``opd/grad_norm_teacher``, ``opd/grad_norm_pg``, their ratio ``opd/grad_ratio`` (left out
+    when the policy gradient is 0: every advantage of the micro-batch is 0) and cosine
+    ``opd/grad_cosine``. Leaves ``.grad`` untouched; both graphs are kept for the backward."""
+    g_teacher = torch.autograd.grad(teacher, params, retain_graph=True, allow_unused=True)
+    g_pg = torch.autograd.grad(pg, params, retain_graph=True, allow_unused=True)
+    dot = sq_t = sq_p = 0.0
+    for a, b in zip(g_teacher, g_pg, strict=True):
+        if a is not None:
+            sq_t += float(a.double().pow(2).sum())
+        if b is not None:
+            sq_p += float(b.double().pow(2).sum())
+        if a is not None and b is not None:
+            dot += float((a.double() * b.double()).sum())
+    del g_teacher, g_pg
+    out = {"opd/grad_norm_teacher": sq_t**0.5, "opd/grad_norm_pg": sq_p**0.5}
+    if sq_p > 0:
+        out["opd/grad_ratio"] = (sq_t / sq_p) ** 0.5
+    if sq_p > 0 and sq_t > 0:
+        out["opd/grad_cosine"] = dot / (sq_t * sq_p) ** 0.5
+    return out
 
 
 # --- feeding it -----------------------------------------------------------------------------------
@@ -146,8 +172,9 @@ def micro_batch_loss(
     pad_id: int,
     processor: Any,
     device: Any,
-) -> tuple[torch.Tensor, dict[str, float], float]:
-    """Forward one micro-batch and return (loss, stats, its share of the mini-batch's tokens)."""
+) -> tuple[torch.Tensor, dict[str, float], dict[str, torch.Tensor], float]:
+    """Forward one micro-batch and return (loss, stats, the loss's parts (``policy_loss``), its
+    share of the mini-batch's tokens)."""
     steps = [s.step for s in batch_samples]
     batch = pack(
         [s.prompt_ids for s in steps],
@@ -174,7 +201,7 @@ def micro_batch_loss(
             model, batch, temperature=cfg.rollout.temperature, with_entropy=True, **vision
         )  # [n, L], [n, L]
     ref = reference(batch, vision) if reference is not None else None  # [n, L]
-    loss, stats = policy_loss(
+    loss, stats, parts = policy_loss(
         logprobs,
         old,
         adv,
@@ -187,7 +214,7 @@ def micro_batch_loss(
         num_teacher_tokens=num_teacher_tokens,
         cfg=cfg,
     )
-    return loss, stats, float(mask.sum()) / num_tokens
+    return loss, stats, parts, float(mask.sum()) / num_tokens
 
 
 def run_update(
@@ -210,6 +237,10 @@ def run_update(
     stats: dict[str, list[float]] = {}
     opd = OPDStats()
     steps = 0
+    # the teacher's gradient against the policy gradient's, on the first micro-batch that has a
+    # teacher (sharded parameters are left out: their gradients are partial per rank)
+    probe = distill and cfg.opd.grad_probe and not cfg.system.fsdp
+    probed: dict[str, float] = {}
     prompts = [s.step.prompt_ids for s in samples]
     model.train()
     for _epoch in range(cfg.optim.ppo_epochs):
@@ -227,7 +258,7 @@ def run_update(
             optimizer.zero_grad(set_to_none=True)
             for chunk in dist.micro_batches(share, len(mb), cfg.optim.micro_batch):
                 dummy = chunk is None  # FSDP: a rank out of samples still joins the collectives
-                loss, s, w = micro_batch_loss(
+                loss, s, parts, w = micro_batch_loss(
                     model,
                     [samples[i] for i in (mb[:1] if dummy else chunk)],
                     reference=reference,
@@ -239,6 +270,8 @@ def run_update(
                     processor=processor,
                     device=device,
                 )
+                if probe and not probed and not dummy and "teacher" in parts:
+                    probed = gradient_probe(parts["pg"], parts["teacher"], params)
                 dist.backward(loss, dummy=dummy)
                 if dummy:
                     continue
@@ -250,7 +283,7 @@ def run_update(
             optimizer.step()
             steps += 1
     stats = dist.gather_stats(stats)  # every rank's micro-batches
-    return _metrics(stats, max(1, steps), opd if distill else None)
+    return {**_metrics(stats, max(1, steps), opd if distill else None), **probed}
 
 
 def _accumulate(stats: dict[str, list[float]], s: dict[str, float], loss: float, w: float) -> None:

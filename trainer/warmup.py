@@ -33,11 +33,7 @@ What it does:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
-import re
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -47,10 +43,10 @@ from typing import Any
 import numpy as np
 
 import seed_gym
-from seed_gym.data import cache_dir
 from seed_gym.registration import parse_env_kwargs
-from seed_gym.trainer.analyzer import analyzer_kwargs, analyzer_messages
+from seed_gym.trainer.analyzer import ANALYZER_PROMPT_VERSION, analyzer_kwargs, analyzer_messages
 from seed_gym.trainer.annotators import PrivilegedAnnotator
+from seed_gym.trainer.model_cache import base_key, model_cache_dir, publish, staging_dir
 from seed_gym.trainer.models import bf16_is_fast, load_policy, save_policy
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.spec import DemoStep
@@ -352,30 +348,19 @@ class WarmupSettings:
             raise ValueError(f"warm-up noise must be in [0, 1], got {self.noise}")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:40]
-
-
 def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
     """The cache folder of one (env, base, settings, transformers version) combination. A base
     given as a path is keyed by its resolved path (rebuild with ``force`` after changing it)."""
-    import transformers
-
-    base_key = base if base in ("smollm2", "tiny") else str(Path(base).expanduser().resolve())
-    key = json.dumps(
-        {
-            "env": env_id,
-            "base": base_key,
-            # without --env-kwarg the key is what it was before the field existed
-            "settings": {k: v for k, v in asdict(settings).items() if v or k != "env_kwargs"},
-            "version": WARMUP_VERSION,
-            "transformers": transformers.__version__,
-        },
-        sort_keys=True,
-    )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    name = f"warmup-{_slug(env_id.split('/')[-1])}-{_slug(Path(base).name)}-{digest}"
-    return cache_dir("models") / f"{name}-tf{transformers.__version__}"
+    key = {
+        "env": env_id,
+        "base": base_key(base),
+        # without --env-kwarg the key is what it was before the field existed
+        "settings": {k: v for k, v in asdict(settings).items() if v or k != "env_kwargs"},
+        "version": WARMUP_VERSION,
+    }
+    if settings.analyzer_episodes:  # the analyzer rows' prompt asks by outcome since 0.5
+        key["analyzer_prompt"] = ANALYZER_PROMPT_VERSION
+    return model_cache_dir("warmup", env_id, base, key)
 
 
 def build_warmup_model(
@@ -453,8 +438,7 @@ def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress
         progress=progress,
     )
     policy.model.eval()
-    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = staging_dir(out)
     save_policy(policy, tmp)
     # what later runs load must be exactly what was trained (checked: a second load is ~1 s)
     reloaded = load_policy(str(tmp)).model.state_dict()
@@ -478,8 +462,7 @@ def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress
         "example_completion": rows[0]["completion"] if rows else None,
     }
     (tmp / "warmup.json").write_text(json.dumps(record, indent=1, sort_keys=True))
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)  # a killed build never leaves a half-written model behind
+    publish(tmp, out)  # a killed build never leaves a half-written model behind
 
 
 def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:

@@ -201,7 +201,7 @@ SPEC = AgentSpec(
     history=0,
     invalid_penalty=0.1,
     stop=("</action>",),
-    task_markers=("You are an expert card game player",),
+    task_markers=(),  # no task line (as the reference): the skill goes before "Now it's your turn"
     reasoning=reasoning,
     hindsight=hindsight,
 )
@@ -212,5 +212,5 @@ SPEC_JSON = AgentSpec(
     history=0,
     invalid_penalty=0.1,
     stop=(),
-    task_markers=("You are an expert card game player",),
+    task_markers=(),  # no task line (as the reference): the skill goes before "Now it's your turn"
 )

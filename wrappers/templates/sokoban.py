@@ -117,7 +117,7 @@ SPEC = AgentSpec(
     history=2,
     invalid_penalty=0.1,
     stop=("</action>",),
-    task_markers=("You are an expert agent playing Sokoban",),
+    task_markers=(),  # no task line (as the reference): the skill goes before "Now it's your turn"
     reasoning=reasoning,
     hindsight=hindsight,
 )
