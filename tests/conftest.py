@@ -48,7 +48,7 @@ def checkpoint_params(run_dir: Path) -> dict:
 
 def deterministic_metrics(m: dict) -> dict:
     """A metrics row without timings and eval results (what must repeat exactly under a seed)."""
-    return {k: v for k, v in m.items() if not k.startswith(("time", "eval/"))}
+    return {k: v for k, v in m.items() if not k.startswith(("time", "memory/", "eval/"))}
 
 
 # --- headless Chromium (Debian's chromium + chromium-driver) -----------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -420,10 +421,8 @@ def test_the_example_env_trains_with_seed_warmup_and_stage1_without_trainer_edit
     assert record["oracle_rows"] > 0 and record["analyzer_rows"] == 2
     assert "I guess" in record["example_completion"]  # the spec's reasoning
     stage1 = json.loads((out / "stage1" / "stage1.json").read_text())
-    rows = [
-        json.loads(x) for x in (out / "stage1" / "stage1_dataset.jsonl").read_text().splitlines()
-    ]
-    assert stage1["annotator"] == "privileged"
+    rows = [json.loads(x) for x in Path(stage1["dataset"]).read_text().splitlines()]
+    assert stage1["annotator"] == "privileged" and rows
     assert all("the secret was" in json.loads(r["completion"])["episode_skill"] for r in rows)
 
 

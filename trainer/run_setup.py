@@ -10,7 +10,7 @@ import os
 import random
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from seed_gym.trainer.models import (
     model_dir,
     save_policy,
 )
+from seed_gym.trainer.phases import PhaseMeter
 from seed_gym.trainer.plan import ModelShape, measure_budget, memory_plan, vllm_share
 from seed_gym.trainer.run_state import Logger, load_checkpoint, truncate_metrics
 from seed_gym.trainer.sft import stage1_model
@@ -62,6 +63,7 @@ class Run:
     start_iteration: int = 0
     data_position: int = 0
     env_steps: int = 0
+    setup: dict[str, float] = field(default_factory=dict)  # time/memory of warm-up, Stage 1, load
 
     def checkpoint_state(self, iteration: int, metrics: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -116,12 +118,16 @@ def start_run(cfg: TrainConfig) -> Run:
     algorithm = make_algorithm(cfg)
     if not dist.is_main:
         dist.barrier()
-    base = cfg.model
+    base, setup = cfg.model, PhaseMeter()
     if cfg.warmup.episodes > 0:
-        base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads))
+        with setup.phase("warmup"):
+            base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads))
     if algorithm.trains:
-        stage1_cfg = cfg.replace(model=base)
-        sft = stage1_model(stage1_cfg, run_dir, device, self_analyzes=algorithm.self_analyzes)
+        with setup.phase("stage1"):
+            stage1_cfg = cfg.replace(model=base)
+            sft = stage1_model(stage1_cfg, run_dir, device, self_analyzes=algorithm.self_analyzes)
+        if sft is None:
+            setup.forget("stage1")
         cfg = cfg.replace(sft_model=sft)
     if dist.is_main:
         dist.barrier()
@@ -131,9 +137,11 @@ def start_run(cfg: TrainConfig) -> Run:
     if dist.is_main:  # rank 0 alone writes the run directory
         cfg.replace(resume=False).save(run_dir / "config.json")
 
-    policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
+    with setup.phase("load"):
+        policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
     logger = Logger(run_dir, cfg.system.tensorboard) if dist.is_main else NullLogger()
     run = Run(cfg, run_dir, dist, device, policy, engine, algorithm, optimizer, reference, logger)
+    run.setup = setup.metrics()
     if cfg.resume and (run_dir / "checkpoint.pt").exists():
         payload = load_checkpoint(run_dir / "checkpoint.pt", policy.model, optimizer)
         run.start_iteration, run.data_position = payload["iteration"], payload["data_position"]

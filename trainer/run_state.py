@@ -27,6 +27,7 @@ import numpy as np
 
 from seed_gym.stats import bootstrap_ci, paired_difference
 from seed_gym.trainer.distributed import is_sharded
+from seed_gym.trainer.phases import PhaseMeter, phase_table
 from seed_gym.trainer.skill_log import SkillLog, skill_records
 from seed_gym.trajlog import iteration_path, write_trajectories
 
@@ -265,10 +266,30 @@ def write_iteration_logs(
         )
 
 
-def time_metrics(times: dict[str, float], eval_seconds: float | None) -> dict[str, float]:
-    """``time/<phase>`` and each phase's share of the iteration."""
-    out = {f"time/{k}": v for k, v in times.items()}
-    total = sum(out.values()) + (eval_seconds or 0.0)
-    shares = {**out, **({"time/eval": eval_seconds} if eval_seconds else {})}
+def time_metrics(meter: PhaseMeter, eval_seconds: float | None) -> dict[str, float]:
+    """``time/<phase>``, ``memory/<phase>_peak_mb`` and each phase's share of the iteration."""
+    out = meter.metrics()
+    times = {k: v for k, v in out.items() if k.startswith("time/")}
+    total = sum(times.values()) + (eval_seconds or 0.0)
+    shares = {**times, **({"time/eval": eval_seconds} if eval_seconds else {})}
     out.update({f"time_share/{k[5:]}": v / total for k, v in shares.items() if total > 0})
     return out
+
+
+def phase_summary(run_dir: Path) -> list[str]:
+    """The run's per-phase table (``phases.phase_table``) from ``metrics.jsonl``: seconds summed
+    over the lines that logged the phase, the peak memory of the phase's largest peak."""
+    rows: dict[str, dict[str, float]] = {}
+    path = run_dir / "metrics.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        for key, value in m.items():
+            if key.startswith("time/") and isinstance(value, (int, float)):
+                r = rows.setdefault(key[5:], {"seconds": 0.0, "n": 0, "peak_mb": 0.0})
+                r["seconds"] += value
+                r["n"] += 1
+                r["peak_mb"] = max(r["peak_mb"], float(m.get(f"memory/{key[5:]}_peak_mb", 0.0)))
+    return phase_table(rows) if rows else []

@@ -31,6 +31,26 @@ FORK_NLL = 0.1
 """A response token is a fork when its sampling NLL is above this (probability below ~0.905)."""
 
 
+def gap_sums(
+    traj: Trajectory, per_step: Sequence[Sequence[float] | None], *, fork_nll: float = FORK_NLL
+) -> dict[str, tuple[float, int]]:
+    """One trajectory's ``teacher - old_logprobs``: (sum, token count) over every scored token
+    (``""``) and over the forks (``"_fork"``). ``per_step[t]``: step t's teacher logprobs (None:
+    not scored)."""
+    out = {"": (0.0, 0), "_fork": (0.0, 0)}
+    for step, t_lp in zip(traj.steps, per_step, strict=True):
+        if t_lp is None:
+            continue
+        k = min(len(t_lp), len(step.old_logprobs))
+        old = np.asarray(step.old_logprobs[:k], dtype=float)
+        gap = np.asarray(t_lp[:k], dtype=float) - old
+        fork = gap[-old > fork_nll]
+        for name, values in (("", gap), ("_fork", fork)):
+            total, n = out[name]
+            out[name] = (total + float(values.sum()), n + len(values))
+    return out
+
+
 def skill_gap_metrics(
     trajs: Sequence[Trajectory],
     teacher: Sequence[Sequence[Sequence[float] | None]],
@@ -45,21 +65,14 @@ def skill_gap_metrics(
     sums: dict[str, list[float]] = {}
     for traj, per_step in zip(trajs, teacher, strict=True):
         outcome = "_won" if traj.won else "_lost"
-        for step, t_lp in zip(traj.steps, per_step, strict=True):
-            if t_lp is None:
-                continue
-            k = min(len(t_lp), len(step.old_logprobs))
-            old = np.asarray(step.old_logprobs[:k], dtype=float)
-            gap = np.asarray(t_lp[:k], dtype=float) - old
-            fork = -old > fork_nll
-            for name, values in (("", gap), (outcome, gap), ("_fork", gap[fork]),
-                                 ("_fork" + outcome, gap[fork])):  # fmt: skip
-                acc = sums.setdefault(name, [0.0, 0.0])
-                acc[0] += float(values.sum())
-                acc[1] += len(values)
-    out = {f"{prefix}{name}": s / n for name, (s, n) in sums.items() if n}
+        for name, (total, n) in gap_sums(traj, per_step, fork_nll=fork_nll).items():
+            for key in (name, name + outcome):
+                acc = sums.setdefault(key, [0.0, 0])
+                acc[0] += total
+                acc[1] += n
+    out = {f"{prefix}{name}": total / n for name, (total, n) in sums.items() if n}
     if sums.get("", [0, 0])[1]:
-        out[f"{prefix}_fork_share"] = sums.get("_fork", [0, 0])[1] / sums[""][1]
+        out[f"{prefix}_fork_share"] = sums["_fork"][1] / sums[""][1]
     return out
 
 

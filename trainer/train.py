@@ -29,8 +29,8 @@ run stopped after iteration k and resumed ends with the same parameters as an un
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +46,13 @@ from seed_gym.trainer.config import TrainConfig, parse_args
 from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
 from seed_gym.trainer.logprobs import response_logprobs
 from seed_gym.trainer.models import autocast, state_dict_sha256
+from seed_gym.trainer.phases import PhaseMeter
 from seed_gym.trainer.plan import dry_run
 from seed_gym.trainer.rescore import trajectory_teacher_logprobs
 from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
 from seed_gym.trainer.run_state import (
     eval_summary,
+    phase_summary,
     save_checkpoint,
     time_metrics,
     truncate_metrics,
@@ -120,24 +122,24 @@ def run_eval(run: Run, iteration: int) -> dict[str, float]:
     """Every eval split; each episode's outcome goes to ``RUN_DIR/evals/iter_NNNN-SPLIT.jsonl``.
     With ``--eval-cache`` the start eval (iteration 0) of weights that were already evaluated
     under the same settings is read back instead (``eval_cache.py``)."""
-    cfg, t0 = run.cfg, time.perf_counter()
+    cfg, meter = run.cfg, PhaseMeter()
     metrics: dict[str, float] = {}
-    cached_start = cfg.eval.cache and iteration == 0
-    weights = state_dict_sha256(run.policy.model) if cached_start else None  # once, not per split
-    for split in cfg.eval.splits:
-        key = eval_key(cfg, weights, split) if weights else None
-        cached = load_eval(key) if key else None
-        if cached is not None:
-            split_metrics, rows = cached.metrics, cached.rows
-            metrics[f"eval/{split}/cached"] = 1.0
-        else:
-            split_metrics, rows = evaluate(cfg, run.engine, split, iteration)
-            if key:
-                store_eval(key, CachedEval(split_metrics, rows))
-        metrics.update(split_metrics)
-        write_jsonl(rows, run.run_dir / "evals" / f"iter_{iteration:04d}-{split}.jsonl")
-    metrics["time/eval"] = time.perf_counter() - t0
-    return metrics
+    with meter.phase("eval"):
+        cached_start = cfg.eval.cache and iteration == 0
+        weights = state_dict_sha256(run.policy.model) if cached_start else None  # once
+        for split in cfg.eval.splits:
+            key = eval_key(cfg, weights, split) if weights else None
+            cached = load_eval(key) if key else None
+            if cached is not None:
+                split_metrics, rows = cached.metrics, cached.rows
+                metrics[f"eval/{split}/cached"] = 1.0
+            else:
+                split_metrics, rows = evaluate(cfg, run.engine, split, iteration)
+                if key:
+                    store_eval(key, CachedEval(split_metrics, rows))
+            metrics.update(split_metrics)
+            write_jsonl(rows, run.run_dir / "evals" / f"iter_{iteration:04d}-{split}.jsonl")
+    return {**metrics, **meter.metrics()}
 
 
 def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
@@ -165,10 +167,23 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
     return samples
 
 
-def rescore(run: Run, spec: Any, trajs: list, skills: list, it: int) -> tuple[list, list, dict]:
-    """Teacher logprobs (pi_old with each trajectory's skill in the prompt), each trajectory's
-    mean teacher gap, and the skill's own effect on the teacher (``skill_effect.py``): over every
-    trajectory, and over a few scored under another task's skill (the shuffled control)."""
+@dataclass
+class Rescored:
+    """What ``rescore`` measured: teacher logprobs per trajectory and step, each trajectory's mean
+    teacher gap, the ``opd/skill_gap*`` and ``opd/control_gap*`` metrics, and the shuffled
+    control itself (the trajectories it scored and their logprobs under the borrowed skills)."""
+
+    teacher: list
+    gaps: list
+    metrics: dict[str, float]
+    control_idx: list[int]
+    control: list
+
+
+def rescore(run: Run, spec: Any, trajs: list, skills: list, it: int) -> Rescored:
+    """Teacher logprobs (pi_old with each trajectory's skill in the prompt) and the skill's own
+    effect on the teacher (``skill_effect.py``): over every trajectory, and over a few scored
+    under another task's skill (the shuffled control, ``--skill-control``)."""
     cfg, model = run.cfg, run.policy.model
     tokenizer = run.policy.processor or run.policy.tokenizer
 
@@ -180,11 +195,11 @@ def rescore(run: Run, spec: Any, trajs: list, skills: list, it: int) -> tuple[li
     metrics = skill_gap_metrics(trajs, teacher)
     rng = np.random.default_rng(derive_seed(cfg.seed, CONTROL, it))
     idx, borrowed = control_skills(trajs, skills, n=cfg.opd.skill_control, rng=rng)
+    control = score([trajs[i] for i in idx], borrowed)[0] if idx else []
     if idx:
         chosen = [trajs[i] for i in idx]
-        control, _ = score(chosen, borrowed)
         metrics.update(skill_gap_metrics(chosen, control, prefix="opd/control_gap"))
-    return teacher, gaps, metrics
+    return Rescored(teacher, gaps, metrics, idx, control)
 
 
 # --- the loop -------------------------------------------------------------------------------------
@@ -193,13 +208,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     run = start_run(cfg)
     cfg, algo, dist, logger = run.cfg, run.algorithm, run.dist, run.logger
     if not algo.trains:  # the prompting baseline: evaluate and stop
-        metrics = run_eval(run, 0)
+        metrics = {**run.setup, **run_eval(run, 0)}
         logger.log(0, metrics)
         logger.close()
         return metrics
+    setup = run.setup  # logged with this process's first line
     if cfg.eval.at_start and run.start_iteration == 0 and dist.is_main:
         truncate_metrics(run.run_dir / "metrics.jsonl", -1)  # killed before the 1st checkpoint
-        logger.log(0, run_eval(run, 0))
+        logger.log(0, {**setup, **run_eval(run, 0)})
+        setup = {}
     train_tasks = task_ids(cfg.env, "train", **cfg.env_kwargs)
     B, G = cfg.rollout.tasks_per_iter, cfg.rollout.group_size
     # this rank's share of the B tasks (all of them with one process)
@@ -215,53 +232,51 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                disable=not cfg.system.progress or not dist.is_main)  # fmt: skip
     try:
         for it in bar:
-            times: dict[str, float] = {}
+            meter = PhaseMeter()
             iteration = it + 1  # 1-based: "after iteration k" is what checkpoints and logs say
 
             # --- rollout: every rank collects its share, then all are gathered ----------------
-            t0 = time.perf_counter()
-            tasks = task_batch(train_tasks, cfg.seed, run.data_position, B)
-            env_seeds = [derive_seed(cfg.seed, ENV_SEEDS, it, b) % 2**31 for b in range(B)]
-            trajs = dist.collect(
-                collect, pool, run.engine, tasks, env_seeds, sampling=sampling,
-                seed=derive_seed(cfg.seed, SAMPLING, it), prefix=f"it{iteration}-",
-                max_turns=cfg.rollout.max_turns, progress=cfg.system.progress,
-                skills=algo.actor_skills(tasks), privileged=algo.privileged_rollouts,
-            )  # fmt: skip
-            run.data_position += B
-            run.env_steps += sum(len(t.steps) for t in trajs)
-            times["rollout"] = time.perf_counter() - t0
+            with meter.phase("rollout"):
+                tasks = task_batch(train_tasks, cfg.seed, run.data_position, B)
+                env_seeds = [derive_seed(cfg.seed, ENV_SEEDS, it, b) % 2**31 for b in range(B)]
+                trajs = dist.collect(
+                    collect, pool, run.engine, tasks, env_seeds, sampling=sampling,
+                    seed=derive_seed(cfg.seed, SAMPLING, it), prefix=f"it{iteration}-",
+                    max_turns=cfg.rollout.max_turns, progress=cfg.system.progress,
+                    skills=algo.actor_skills(tasks), privileged=algo.privileged_rollouts,
+                )  # fmt: skip
+                run.data_position += B
+                run.env_steps += sum(len(t.steps) for t in trajs)
 
             # --- skills: the algorithm's (SEED: the policy analyzes its own episodes) ---------
-            t0 = time.perf_counter()
             analyzer_stats: dict[str, float] = {}
             failures: dict[str, dict] = {}
-            skills = algo.skills(trajs, analyzer_stats, failures)
-            if skills is not None:
-                times["analyze"] = time.perf_counter() - t0
+            with meter.phase("analyze"):
+                skills = algo.skills(trajs, analyzer_stats, failures)
+            if skills is None:  # an algorithm without skills has no analyze phase
+                meter.forget("analyze")
 
             # --- rescore: the same response ids under pi_old with the skill in the prompt -----
             teacher, gaps, skill_metrics = None, None, {}
             if algo.distills:
-                t0 = time.perf_counter()
-                teacher, gaps, skill_metrics = rescore(run, spec, trajs, skills, it)
-                times["rescore"] = time.perf_counter() - t0
+                with meter.phase("rescore"):
+                    scored = rescore(run, spec, trajs, skills, it)
+                teacher, gaps, skill_metrics = scored.teacher, scored.gaps, scored.metrics
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
-            t0 = time.perf_counter()
-            run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
-            samples = update_samples(run, trajs, teacher)
-            train_metrics = run_update(
-                model, run.optimizer, samples, reference=run.reference, distill=algo.distills,
-                cfg=cfg, rng=np.random.default_rng(derive_seed(cfg.seed, SHUFFLE, it)),
-                pad_id=run.policy.pad_id, processor=run.policy.processor, device=run.device,
-                dist=dist,
-            )  # fmt: skip
-            times["update"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            run.engine.wake()
-            run.engine.sync_weights(model)
-            times["sync"] = time.perf_counter() - t0
+            with meter.phase("update"):
+                run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
+                samples = update_samples(run, trajs, teacher)
+                train_metrics = run_update(
+                    model, run.optimizer, samples, reference=run.reference,
+                    distill=algo.distills, cfg=cfg,
+                    rng=np.random.default_rng(derive_seed(cfg.seed, SHUFFLE, it)),
+                    pad_id=run.policy.pad_id, processor=run.policy.processor,
+                    device=run.device, dist=dist,
+                )  # fmt: skip
+            with meter.phase("sync"):
+                run.engine.wake()
+                run.engine.sync_weights(model)
 
             # --- log, eval, commit ------------------------------------------------------------
             metrics = {**rollout_metrics(trajs, prefix="rollout/"), **train_metrics}
@@ -275,7 +290,9 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
                 )  # fmt: skip
                 if eval_due(cfg, iteration):
                     metrics.update(run_eval(run, iteration))
-            metrics.update(time_metrics(times, metrics.get("time/eval")))
+            metrics.update(time_metrics(meter, metrics.get("time/eval")))
+            metrics.update(setup)
+            setup = {}
             commit(run, iteration, metrics)
             bar.set_postfix(success=f"{metrics['rollout/success']:.2f}",
                             ret=f"{metrics['rollout/return']:.2f}")  # fmt: skip
@@ -330,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.system.dry_run:
         return dry_run(cfg)
     train(cfg)
-    for line in eval_summary(Path(cfg.out), cfg.eval.splits):
+    for line in eval_summary(Path(cfg.out), cfg.eval.splits) + phase_summary(Path(cfg.out)):
         print(line, file=sys.stderr)
     print(f"run written to {cfg.out}", file=sys.stderr)
     return 0

@@ -1,0 +1,110 @@
+"""Wall time and peak memory of each phase of a run (warm-up, Stage 1, eval, rollout, analyze,
+rescore, update), so a run says where its time and memory went.
+
+Peak memory is the process's peak resident set size *during* the phase: Linux keeps the peak
+(``VmHWM`` in ``/proc/self/status``) and resets it when ``5`` is written to
+``/proc/self/clear_refs``. Where that is not available (other systems) the peak since the start of
+the process is reported instead (``resource.getrusage``), which never goes down. On a GPU the
+phase's peak allocated CUDA memory is reported too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import resource
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak; False where the system cannot (then ``peak_rss_mb`` is all-time)."""
+    try:
+        _CLEAR_REFS.write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float:
+    """The peak resident memory (MiB) since the last ``reset_peak_rss`` (or the process start)."""
+    try:
+        found = re.search(r"VmHWM:\s+(\d+) kB", _STATUS.read_text())
+        if found:
+            return int(found.group(1)) / 1024
+    except OSError:
+        pass
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+def rss_mb() -> float:
+    """The resident memory (MiB) now."""
+    try:
+        found = re.search(r"VmRSS:\s+(\d+) kB", _STATUS.read_text())
+        if found:
+            return int(found.group(1)) / 1024
+    except OSError:
+        pass
+    return peak_rss_mb()
+
+
+@dataclass
+class PhaseMeter:
+    """``with meter.phase("update"): ...`` records the phase's seconds and peak memory (MiB);
+    a phase entered again adds its seconds and keeps the larger peak."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)
+    cuda_peak_mb: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        cuda = _cuda()
+        reset_peak_rss()
+        if cuda is not None:
+            cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+            self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), peak_rss_mb())
+            if cuda is not None:
+                peak = cuda.max_memory_allocated() / 2**20
+                self.cuda_peak_mb[name] = max(self.cuda_peak_mb.get(name, 0.0), peak)
+
+    def forget(self, name: str) -> None:
+        """Drop a phase that did nothing worth showing."""
+        for d in (self.seconds, self.peak_mb, self.cuda_peak_mb):
+            d.pop(name, None)
+
+    def metrics(self) -> dict[str, float]:
+        """``time/<phase>`` and ``memory/<phase>_peak_mb`` (``memory/<phase>_cuda_peak_mb``)."""
+        out = {f"time/{k}": v for k, v in self.seconds.items()}
+        out.update({f"memory/{k}_peak_mb": v for k, v in self.peak_mb.items()})
+        out.update({f"memory/{k}_cuda_peak_mb": v for k, v in self.cuda_peak_mb.items()})
+        return out
+
+
+def _cuda():
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return torch.cuda
+
+
+def phase_table(rows: dict[str, dict[str, float]]) -> list[str]:
+    """Lines of a per-phase table: ``{phase: {"seconds": s, "peak_mb": m, "n": count}}``."""
+    lines = [f"{'phase':>10}  {'seconds':>9}  {'x':>3}  {'peak memory':>12}"]
+    for name, r in rows.items():
+        n = int(r.get("n", 1))
+        peak = f"{r['peak_mb'] / 1024:.2f} GiB" if r.get("peak_mb") else "-"
+        lines.append(f"{name:>10}  {r['seconds']:>9.1f}  {n:>3}  {peak:>12}")
+    return lines
