@@ -89,6 +89,21 @@ def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     assert payload["iteration"] == 2 and payload["data_position"] == 4
 
 
+def test_target_kl_stops_the_update_early(tmp_path):
+    # the first mini-batch runs pi_old itself (approx. KL ~ 0); after a step at a large lr the
+    # policy has moved, so a small target stops the iteration before its later steps
+    kw = dict(env="seed_gym/EZPoints-v0", modality="text", iterations=1, mini_batches=4,
+              lr=0.05, eval_splits=("seen",), group_size=4)  # fmt: skip
+    full = train(_cfg(tmp_path, "full", **kw))
+    loose = train(_cfg(tmp_path, "loose", target_kl=100.0, **kw))
+    tight = train(_cfg(tmp_path, "tight", target_kl=1e-4, **kw))
+    assert full["train/optimizer_steps"] == loose["train/optimizer_steps"] == 4
+    assert "train/early_stop" not in full and loose["train/early_stop"] == 0.0
+    assert 1 <= tight["train/optimizer_steps"] < 4 and tight["train/early_stop"] == 1.0
+    with pytest.raises(ValueError, match="target_kl"):
+        _cfg(tmp_path, "bad", target_kl=0.0)
+
+
 def test_grpo_signal_and_exact_resume(tmp_path):
     kw = dict(
         env=ECHO_ID,

@@ -126,6 +126,9 @@ class OptimConfig:
     before 0.2 carry mini_batches=1)"""
     micro_batch: int = 8
     """samples per forward/backward (gradient accumulation inside a mini-batch)"""
+    target_kl: float | None = None
+    """stop an iteration's update early (as CleanRL's and SB3's ``target_kl``) once a mini-batch's
+    approx. KL to the sampling policy exceeds this, before its step; None: every step is taken"""
     recompute_old_logprobs: bool = False
     """score old logprobs with the trainer before the update instead of using the engine's"""
 
@@ -139,6 +142,8 @@ class OptimConfig:
             raise ValueError("need 0 <= clip_low < 1 and clip_high >= 0")
         if self.dual_clip is not None and self.dual_clip <= 1.0:
             raise ValueError(f"dual_clip must be > 1 (or None), got {self.dual_clip}")
+        if self.target_kl is not None and self.target_kl <= 0:
+            raise ValueError(f"target_kl must be > 0 (or None), got {self.target_kl}")
         if self.kl_coef < 0 or self.ent_coef < 0 or self.lr < 0:
             raise ValueError("kl_coef, ent_coef and lr must be >= 0")
         self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists

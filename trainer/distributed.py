@@ -223,6 +223,18 @@ class DistContext:
                 out[k] = stats[k]
         return out
 
+    def sum(self, value: float) -> float:
+        """``value`` summed over the ranks (itself with one process)."""
+        if not self.enabled:
+            return value
+        import torch
+        import torch.distributed as dist
+
+        device = f"cuda:{self.local_rank}" if self.backend == "nccl" else "cpu"
+        t = torch.tensor([float(value)], dtype=torch.float64, device=device)
+        dist.all_reduce(t)
+        return float(t.item())
+
     def barrier(self) -> None:
         if self.enabled:
             import torch.distributed as dist

@@ -241,6 +241,7 @@ def run_update(
     # teacher (sharded parameters are left out: their gradients are partial per rank)
     probe = distill and cfg.opd.grad_probe and not cfg.system.fsdp
     probed: dict[str, float] = {}
+    stopped = False  # --target-kl ended the iteration's update early
     prompts = [s.step.prompt_ids for s in samples]
     model.train()
     for _epoch in range(cfg.optim.ppo_epochs):
@@ -256,6 +257,7 @@ def run_update(
             num_teacher = sum(len(samples[i].teacher_logprobs or []) for i in mb)
             share = dist.shard(mb)  # this rank's share; the denominators stay global
             optimizer.zero_grad(set_to_none=True)
+            mb_kl = 0.0  # this rank's share of the mini-batch's token-mean approx_kl
             for chunk in dist.micro_batches(share, len(mb), cfg.optim.micro_batch):
                 dummy = chunk is None  # FSDP: a rank out of samples still joins the collectives
                 loss, s, parts, w = micro_batch_loss(
@@ -276,14 +278,25 @@ def run_update(
                 if dummy:
                     continue
                 _accumulate(stats, s, float(loss.detach()), w)
+                mb_kl += s["approx_kl"] * w
                 if "opd/teacher_tokens" in s:
                     opd.add(s, s["opd/loss"])
+            # the policy this mini-batch ran (after the earlier steps) against pi_old: past the
+            # target, this step and the iteration's remaining ones are skipped
+            if cfg.optim.target_kl is not None and dist.sum(mb_kl) > cfg.optim.target_kl:
+                stopped = True
+                break
             dist.all_reduce_gradients(params)  # sum of the ranks' shares
             stats.setdefault("grad_norm", []).append(_clip(params, cfg.optim.max_grad_norm))
             optimizer.step()
             steps += 1
+        if stopped:
+            break
     stats = dist.gather_stats(stats)  # every rank's micro-batches
-    return {**_metrics(stats, max(1, steps), opd if distill else None), **probed}
+    metrics = _metrics(stats, max(1, steps), opd if distill else None)
+    if cfg.optim.target_kl is not None:
+        metrics["train/early_stop"] = float(stopped)
+    return {**metrics, **probed}
 
 
 def _accumulate(stats: dict[str, list[float]], s: dict[str, float], loss: float, w: float) -> None:
