@@ -14,6 +14,9 @@ Sections:
 2. **Results**: methods × (env, split) with 95% intervals: an eval's cluster-bootstrap interval, or
    for training runs the Wilson interval of the last eval's episodes pooled over seeds; then every
    eval's details (macro success, pass@k, return, steps, invalid rate, model hash).
+   Training runs add SEED's instruments per iteration (analyzer skill kinds, the skill's effect
+   on the teacher on fork tokens against the shuffled control, gradient ratio and cosine) and
+   where each phase's time and peak memory went.
 3. **Trajectories**: pick a trajectory; each step shows the observation (images inline), the
    response, the parsed action, validity and reward; for SEED runs the skill the teacher saw and a
    per-token heat map of teacher - student logprob (blue: the teacher likes the token more, red:
@@ -444,6 +447,67 @@ def runs_table(runs: list[Run]) -> str:
     )
 
 
+# SEED's instruments (docs/seed.md): what the analyzer wrote and what the skill did to the teacher
+INSTRUMENTS = (
+    ("analyzer/parse_rate", "parse rate"),
+    ("analyzer/avoidance_share_lost", "lost: avoidance"),
+    ("analyzer/workflow_share_won", "won: workflow"),
+    ("opd/skill_gap_fork_won", "fork gap won"),
+    ("opd/skill_gap_fork_lost", "fork gap lost"),
+    ("opd/control_gap_fork_won", "control won"),
+    ("opd/control_gap_fork_lost", "control lost"),
+    ("opd/grad_ratio", "|g teacher| / |g PG|"),
+    ("opd/grad_cosine", "cosine"),
+    ("opd/active_ratio", "active"),
+    ("train/kl_ref", "KL to ref"),
+)
+
+
+def instruments_table(runs: list[Run]) -> str:
+    """Per run and iteration: the analyzer's parse rate and skill kinds, the skill's effect on the
+    teacher on fork tokens (own skill and shuffled control), the gradient ratio and cosine."""
+    rows = []
+    for r in runs:
+        for m in r.metrics if r.kind == "train" else []:
+            if not any(k in m for k, _ in INSTRUMENTS[:7]):
+                continue
+            cells = "".join(
+                f"<td>{m[k]:+.4f}</td>" if "gap" in k and k in m
+                else f"<td>{m[k]:.3f}</td>" if k in m else "<td>-</td>"
+                for k, _ in INSTRUMENTS
+            )  # fmt: skip
+            rows.append(f"<tr><td>{html.escape(r.label)}</td><td>{m['iteration']}</td>{cells}</tr>")
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(name)}</th>" for _, name in INSTRUMENTS)
+    return (
+        "<h3>SEED instruments</h3><p class='note'>gaps: teacher minus sampling logprob on the "
+        "sampled tokens where the policy was unsure (NLL &gt; 0.1), nats per token; the control "
+        "scores the same tokens under another task's skill. A useful skill gives won &gt; 0, lost "
+        "&lt; 0, both beyond the control.</p><table class='details'><thead><tr><th>run</th>"
+        f"<th>iteration</th>{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+def phases_table(runs: list[Run]) -> str:
+    """Per run: seconds and peak resident memory of each phase (``trainer/phases.py``)."""
+    from seed_gym.trainer.phases import phase_rows  # stdlib only: no torch
+
+    rows = []
+    for r in runs:
+        for name, p in phase_rows(r.metrics if r.kind == "train" else []).items():
+            peak = f"{p['peak_mb'] / 1024:.2f}" if p["peak_mb"] else "-"
+            rows.append(f"<tr><td>{html.escape(r.label)}</td><td>{html.escape(name)}</td>"
+                        f"<td>{p['seconds']:.1f}</td><td>{p['n']:.0f}</td><td>{peak}</td></tr>")  # fmt: skip
+    if not rows:
+        return ""
+    return (
+        "<h3>Where the time and memory went</h3><table class='details'><thead><tr><th>run</th>"
+        "<th>phase</th><th>seconds</th><th>times</th><th>peak resident GiB</th></tr></thead>"
+        "<tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
 # --- trajectory viewer -----------------------------------------------------------------------------
 HEAT_CLIP = 2.0  # nats: |teacher - student| at or beyond this gets the full colour
 
@@ -616,6 +680,7 @@ def render(runs: list[Run], *, title: str = "seed-gym report", per_run: int = 12
         f"<details><summary>sources</summary><ul>{sources}</ul></details>"
         f"<h2 id='curves'>Learning curves</h2>{curves_section(runs, colors)}"
         f"<h2 id='results'>Results</h2>{results_table(runs)}{eval_details(runs)}{runs_table(runs)}"
+        f"{instruments_table(runs)}{phases_table(runs)}"
         f"<h2 id='trajectories'>Trajectories</h2>{viewer_section(runs, per_run)}"
         f"<script>{JS}</script></body></html>"
     )

@@ -176,6 +176,8 @@ def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer)
     html = html_path.read_text()
     assert "Skill the teacher saw" in html and "never walk into walls" in html
     assert "teacher - student" in html
+    assert "SEED instruments" in html and "fork gap lost" in html  # per iteration
+    assert "Where the time and memory went" in html and "<td>rescore</td>" in html
 
 
 BASELINES = [

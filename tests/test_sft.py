@@ -191,14 +191,18 @@ def test_stage1_keeps_every_parsed_annotation_without_the_filter(base_rollouts):
     assert m["stage1/won_rows"] == 4 and m["stage1/lost_rows"] == 4
 
 
-def test_balance_outcomes_subsamples_the_larger_side():
+def test_balance_outcomes_repeats_the_rarer_side():
     rows = [{"provenance": {"won": i < 3, "i": i}} for i in range(10)]
     kept = balance_outcomes(rows, seed=0)
-    assert sum(r["provenance"]["won"] for r in kept) == 3 and len(kept) == 6
-    assert [r["provenance"]["i"] for r in kept] == sorted(r["provenance"]["i"] for r in kept)
+    assert kept[:10] == rows  # every row, then the repeats
+    won = [r["provenance"]["i"] for r in kept if r["provenance"]["won"]]
+    assert len(won) == 7 and len(kept) == 14 and sorted(set(won)) == [0, 1, 2]
+    assert max(won.count(i) for i in range(3)) - min(won.count(i) for i in range(3)) <= 1
     assert kept == balance_outcomes(rows, seed=0) and kept != balance_outcomes(rows, seed=1)
     one_side = [{"provenance": {"won": False}}] * 4
     assert balance_outcomes(one_side, seed=0) == one_side
+    even = [{"provenance": {"won": i % 2 == 0}} for i in range(4)]
+    assert balance_outcomes(even, seed=0) == even
 
 
 # --- SFT on the tiny policy -----------------------------------------------------------------------

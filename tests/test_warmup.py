@@ -276,3 +276,37 @@ def test_bf16_warmup_trains_the_weights_it_saves():
         fresh = float(answer_nll(policy.model, examples, pad_id=policy.pad_id))
     assert stats["val_loss_after"] < stats["val_loss_before"] - 0.5
     assert abs(fresh - stats["val_loss_after"]) < 0.1 * stats["val_loss_after"]
+
+
+@pytest.mark.parametrize("env_id", ["seed_gym/EZPoints-v0", "seed_gym/Sokoban-v0"])
+def test_skill_rows_carry_a_hindsight_skill_and_follow_it(env_id):
+    import seed_gym
+    from seed_gym.trainer.warmup import skill_demonstrations
+    from seed_gym.wrappers.skill import SKILL_HEADER
+
+    rows = skill_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
+    assert rows and {r["provenance"]["source"] for r in rows} == {"skill"}
+    spec = seed_gym.agent_spec(env_id)
+    episodes: dict[int, list[dict]] = {}
+    for row in rows:
+        text = row["messages"][-1]["content"]
+        assert text.count(SKILL_HEADER) == 1
+        # the card games have no task line: the block sits right before the closing instruction
+        assert (
+            text.index(SKILL_HEADER)
+            < text.index("Now it's your turn")
+            < text.index(SKILL_HEADER) + 600
+        )
+        assert spec.parse(row["completion"]).valid
+        episodes.setdefault(row["provenance"]["episode"], []).append(row)
+    skills = {text[text.index(SKILL_HEADER):].split("]")[0] for text in
+              (r["messages"][-1]["content"] for r in rows)}  # fmt: skip
+    assert any("Avoid this mistake" in s for s in skills)  # a lost source episode
+    assert any("repeat the workflow that worked" in s for s in skills)  # a won one
+    # every replay wins: the won episode's actions again, or the oracle's after a loss
+    assert all(r["provenance"]["won"] for r in rows)
+    for ep_rows in episodes.values():  # the prompts of one episode share its skill
+        blocks = {
+            r["messages"][-1]["content"].split(SKILL_HEADER)[1].split("]")[0] for r in ep_rows
+        }
+        assert len(blocks) == 1

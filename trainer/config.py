@@ -224,7 +224,7 @@ class Stage1Config:
     reruns: Annotated[int, flag("sft_reruns")] = 8
     """with-skill reruns per candidate skill (with ``sft_accept_filter``)"""
     balance: Annotated[bool, flag("sft_balance")] = True
-    """as many lost- as won-episode rows: the larger side is subsampled (seeded)"""
+    """won and lost episodes weigh the same: the rarer outcome's rows are repeated (seeded)"""
     seed: Annotated[int, flag("sft_seed")] = 0
     """Stage 1's own seed (tasks, rollouts, balance, SFT order): runs of every ``--seed`` start
     from one Stage 1 model, as from one format warm-up"""
@@ -268,10 +268,16 @@ class WarmupConfig:
     noisy-oracle, half random), labelled by the privileged annotator, so a small model can write
     parseable skills at all (not in SEED.md; see docs/training.md); 0: off"""
 
+    skill_episodes: Annotated[int, flag("format_warmup_skill_episodes")] = 0
+    """format warm-up: also clone N episodes whose prompts carry a privileged hindsight skill
+    (placed as SEED places it) and whose actions follow it, so a small model learns to read the
+    skill block its SEED teacher sees (not in SEED.md; docs/seed.md measures why); 0: off"""
+
     def __post_init__(self):
-        if self.episodes < 0 or self.analyzer_episodes < 0:
+        if self.episodes < 0 or self.analyzer_episodes < 0 or self.skill_episodes < 0:
             raise ValueError(
-                "format_warmup_episodes and format_warmup_analyzer_episodes must be >= 0"
+                "format_warmup_episodes, format_warmup_analyzer_episodes and "
+                "format_warmup_skill_episodes must be >= 0"
             )
 
 
@@ -325,11 +331,14 @@ class SystemConfig:
     threads: int | None = None
     """torch intra-op threads (1 is fastest for tiny models on a busy machine); None: torch default"""
     warmup_threads: int | None = None
-    """torch threads while the format warm-up is built (a one-off SFT that 2 threads speed up);
-    None: as ``threads``. ``benchmarks/learning.py`` builds it with 2 and trains with 1, and so
+    """torch threads while the format warm-up and SEED Stage 1 are built (one-off SFTs that 2
+    threads speed up); None: as ``threads``. ``benchmarks/learning.py`` builds it with 2 and trains with 1, and so
     does ``make demo``, the benchmark's SEED seed-0 command"""
     progress: bool = True
     """tqdm progress bars"""
+    isolate_builds: bool = True
+    """build the format warm-up and Stage 1 (when not cached) in a child process, so the memory
+    their fine-tuning touched goes back to the system before training (a few seconds of imports)"""
     backend: str = "local"
     """env pool backend: local, subprocess or ray"""
     device: str = "cpu"
@@ -540,7 +549,7 @@ def tiny() -> TrainConfig:
         opd=OPDConfig(analyzer_max_new_tokens=32, analyzer_budget=256),
         stage1=Stage1Config(tasks_per_type=1, rollouts=2, reruns=2, epochs=1, lr=1e-3),
         eval=EvalConfig(tasks=2, max_new_tokens=8, every=0),
-        system=SystemConfig(threads=1),
+        system=SystemConfig(threads=1, isolate_builds=False),  # the tiny model builds in seconds
     )
 
 
@@ -565,7 +574,11 @@ def smollm2_cpu() -> TrainConfig:
         # to the unseen pairs (docs/training.md). 32 + 8 episodes instead of 64 + 16: 114 SFT
         # steps instead of 222, 475 s instead of 1023 on 2 threads, so the demo and the
         # benchmark fit their budgets (`benchmarks/learning.py --config cpu-long` keeps 64 + 16)
-        warmup=WarmupConfig(episodes=32, epochs=3),
+        # + 16 episodes replayed with a privileged skill in every prompt: SEED's teacher is this
+        # policy reading a skill block; a clone that never saw one was only distracted by it
+        # (the block lowered every token by 0.31 nats, forks no more than another task's skill
+        # did; docs/seed.md)
+        warmup=WarmupConfig(episodes=32, epochs=3, skill_episodes=16),
         # a right formula takes 4 turns (card, operator, card, "="); EZPoints' own limit is 8.
         # 4 turns leave no room for an illegal token (a 0-reward no-op), so the step-level
         # advantage charges it through the lost episode; with 6, two were free and the trained
@@ -590,7 +603,7 @@ def smollm2_cpu() -> TrainConfig:
         # Stage 1 as the reference's card pipeline, at CPU scale: rollouts of the warmed policy
         # at temperature 1, every privileged annotation kept, won and lost balanced; lr 1e-4 (the
         # warm-up's): at the paper's 5e-6 the 135M model does not learn the analyzer's answers
-        stage1=Stage1Config(tasks_per_type=24, rollouts=4, temperature=1.0, epochs=3, lr=1e-4),
+        stage1=Stage1Config(tasks_per_type=16, rollouts=4, temperature=1.0, epochs=3, lr=1e-4),
         # on a shared 2-core machine, 2 torch threads ran 8x slower than 1 (measured)
         system=SystemConfig(threads=1),
     )

@@ -437,13 +437,20 @@ def bf16_is_fast(device: str = "cpu") -> bool:
         return False
 
 
-def autocast(enabled: bool, device: str = "cpu"):
-    """bf16 autocast context (weights stay fp32), or a no-op."""
+def autocast(enabled: bool, device: str = "cpu", *, across_steps: bool = False):
+    """bf16 autocast context (weights stay fp32), or a no-op. ``across_steps``: the region spans
+    optimizer steps (an SFT loop), so its cache of bf16 weight copies is off; with it on, later
+    forwards would keep using the copies of the first step while AdamW moves the fp32 weights
+    (seen: the loss fell in-process and the saved model was broken)."""
     import torch
 
     if not enabled:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device if device != "mps" else "cpu", dtype=torch.bfloat16)
+    return torch.autocast(
+        device_type=device if device != "mps" else "cpu",
+        dtype=torch.bfloat16,
+        cache_enabled=not across_steps,
+    )
 
 
 def tied_names(model: Any) -> set[str]:

@@ -100,6 +100,20 @@ def _cuda():
     return torch.cuda
 
 
+def phase_rows(lines: list[dict]) -> dict[str, dict[str, float]]:
+    """Per phase over a run's metrics lines: ``seconds`` summed over the lines that logged it,
+    ``n`` (how many), ``peak_mb`` (the largest peak)."""
+    rows: dict[str, dict[str, float]] = {}
+    for m in lines:
+        for key, value in m.items():
+            if key.startswith("time/") and isinstance(value, (int, float)):
+                r = rows.setdefault(key[5:], {"seconds": 0.0, "n": 0, "peak_mb": 0.0})
+                r["seconds"] += value
+                r["n"] += 1
+                r["peak_mb"] = max(r["peak_mb"], float(m.get(f"memory/{key[5:]}_peak_mb", 0.0)))
+    return rows
+
+
 def phase_table(rows: dict[str, dict[str, float]]) -> list[str]:
     """Lines of a per-phase table: ``{phase: {"seconds": s, "peak_mb": m, "n": count}}``."""
     lines = [f"{'phase':>10}  {'seconds':>9}  {'x':>3}  {'peak memory':>12}"]

@@ -29,6 +29,7 @@ from seed_gym.trainer.distributed import (
     shard_model,
 )
 from seed_gym.trainer.engines import HFEngine
+from seed_gym.trainer.model_cache import here, in_child
 from seed_gym.trainer.models import (
     VLM_BUILDERS,
     LoadedModel,
@@ -119,13 +120,16 @@ def start_run(cfg: TrainConfig) -> Run:
     if not dist.is_main:
         dist.barrier()
     base, setup = cfg.model, PhaseMeter()
+    # the one-off SFTs run in a child process unless their model is cached already: their memory
+    # goes back to the system before this process trains
+    build = in_child if cfg.system.isolate_builds else here
     if cfg.warmup.episodes > 0:
         with setup.phase("warmup"):
-            base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads))
+            base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads, build=build))
     if algorithm.trains:
         with setup.phase("stage1"):
-            stage1_cfg = cfg.replace(model=base)
-            sft = stage1_model(stage1_cfg, run_dir, device, self_analyzes=algorithm.self_analyzes)
+            sft = stage1_model(cfg.replace(model=base), run_dir, device,
+                               self_analyzes=algorithm.self_analyzes, build=build)  # fmt: skip
         if sft is None:
             setup.forget("stage1")
         cfg = cfg.replace(sft_model=sft)

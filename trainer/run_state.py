@@ -27,7 +27,7 @@ import numpy as np
 
 from seed_gym.stats import bootstrap_ci, paired_difference
 from seed_gym.trainer.distributed import is_sharded
-from seed_gym.trainer.phases import PhaseMeter, phase_table
+from seed_gym.trainer.phases import PhaseMeter, phase_rows, phase_table
 from seed_gym.trainer.skill_log import SkillLog, skill_records
 from seed_gym.trajlog import iteration_path, write_trajectories
 
@@ -277,19 +277,13 @@ def time_metrics(meter: PhaseMeter, eval_seconds: float | None) -> dict[str, flo
 
 
 def phase_summary(run_dir: Path) -> list[str]:
-    """The run's per-phase table (``phases.phase_table``) from ``metrics.jsonl``: seconds summed
-    over the lines that logged the phase, the peak memory of the phase's largest peak."""
-    rows: dict[str, dict[str, float]] = {}
+    """The run's per-phase table (``phases.phase_table``) from ``metrics.jsonl``."""
     path = run_dir / "metrics.jsonl"
+    lines = []
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
-            m = json.loads(line)
+            lines.append(json.loads(line))
         except json.JSONDecodeError:
             continue
-        for key, value in m.items():
-            if key.startswith("time/") and isinstance(value, (int, float)):
-                r = rows.setdefault(key[5:], {"seconds": 0.0, "n": 0, "peak_mb": 0.0})
-                r["seconds"] += value
-                r["n"] += 1
-                r["peak_mb"] = max(r["peak_mb"], float(m.get(f"memory/{key[5:]}_peak_mb", 0.0)))
+    rows = phase_rows(lines)
     return phase_table(rows) if rows else []

@@ -4,8 +4,8 @@
    ``rollouts``, the caller's ``collect``);
 2. a skill per trajectory from an ``Annotator`` that is told the outcome (the privileged one
    offline, ``openai:URL`` with a stronger model);
-3. rows: by default every parsed annotation, with as many lost- as won-episode rows
-   (``balance_outcomes``), as the reference's pipeline for the card games; with
+3. rows: by default every parsed annotation (the reference's pipeline for the card games), the
+   rarer outcome's rows repeated until won and lost weigh the same (``balance_outcomes``); with
    ``--sft-accept-filter`` only skills that help on a rerun (``accept_skill``: rerun the task with
    the skill in the actor prompt; successes must rise by >= 1 *and* the success rate by >= 0.125
    over the no-skill baseline), SEED.md's filter for ALFWorld and the text envs;
@@ -49,8 +49,8 @@ from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import PRESETS, TrainConfig
 from seed_gym.trainer.engines import HFEngine, encode_chat
 from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
-from seed_gym.trainer.model_cache import base_key, model_cache_dir, publish, staging_dir
-from seed_gym.trainer.models import load_policy, save_policy
+from seed_gym.trainer.model_cache import base_key, here, model_cache_dir, publish, staging_dir
+from seed_gym.trainer.models import autocast, load_policy, save_policy
 from seed_gym.trainer.trajectory import Trajectory
 from seed_gym.wrappers.agent import make_agent_env
 from seed_gym.wrappers.pool import make_group_pool
@@ -212,16 +212,22 @@ def build_stage1_rows(
 
 
 def balance_outcomes(rows: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
-    """As many lost- as won-episode rows: the larger side is subsampled (seeded, order kept).
-    With one side empty every row is kept (there is nothing to balance against)."""
+    """Every row, and the rows of the rarer outcome (won or lost) repeated, in a seeded order,
+    until both outcomes have as many rows: the analyzer learns workflows and avoidance rules
+    alike even when the policy it starts from rarely wins (a weak clone won 4 of 96 Stage 1
+    episodes). With one outcome absent the rows are returned as they are."""
     won = [r for r in rows if r["provenance"]["won"]]
     lost = [r for r in rows if not r["provenance"]["won"]]
     if not won or not lost:
         return list(rows)
-    n = min(len(won), len(lost))
+    few, many = (won, lost) if len(won) < len(lost) else (lost, won)
     rng = random.Random(seed)
-    keep = {id(r) for r in rng.sample(won, n) + rng.sample(lost, n)}
-    return [r for r in rows if id(r) in keep]
+    extra: list[dict[str, Any]] = []
+    while len(few) + len(extra) < len(many):
+        cycle = list(few)
+        rng.shuffle(cycle)
+        extra += cycle[: len(many) - len(few) - len(extra)]
+    return list(rows) + extra
 
 
 # --- SFT ----------------------------------------------------------------------------------------
@@ -463,8 +469,9 @@ def run_stage1(
 
     stage1, out = cfg.stage1, Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if cfg.system.threads is not None:
-        torch.set_num_threads(cfg.system.threads)
+    threads = cfg.system.warmup_threads or cfg.system.threads  # a one-off build, as the warm-up
+    if threads is not None:
+        torch.set_num_threads(threads)
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if policy is None:
@@ -530,9 +537,10 @@ def run_stage1(
     t0 = time.perf_counter()
     result = None
     if report.rows:
-        result = sft_train(model, tokenizer, report.rows, epochs=stage1.epochs, lr=stage1.lr,
-                           batch_size=stage1.batch, seed=stage1.seed,
-                           progress="stage 1 SFT" if cfg.system.progress else None)  # fmt: skip
+        with autocast(cfg.bf16, model.device.type, across_steps=True):
+            result = sft_train(model, tokenizer, report.rows, epochs=stage1.epochs, lr=stage1.lr,
+                               batch_size=stage1.batch, seed=stage1.seed,
+                               progress="stage 1 SFT" if cfg.system.progress else None)  # fmt: skip
         _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
     else:
         _say("no row to train on: the Stage 2 policy is the base policy")
@@ -668,28 +676,44 @@ def stage1_cache_dir(cfg: Any) -> Path:
 
 
 def stage1_model(
-    cfg: Any, run_dir: Path, device: str = "cpu", *, self_analyzes: bool = True
+    cfg: Any,
+    run_dir: Path,
+    device: str = "cpu",
+    *,
+    self_analyzes: bool = True,
+    build: Callable[..., Any] = here,
 ) -> str | None:
     """The folder Stage 2 starts from: ``cfg.stage1.model`` if given; when the policy analyzes its
     own episodes (``Algorithm.self_analyzes``: seed, skill-grpo) and without ``--no-sft``, Stage
-    1's model: from the cache (``stage1_cache_dir``; built now if missing) or, with
-    ``--no-sft-cache``, in ``RUN_DIR/stage1`` (unless a finished one is there); else None (start
-    from ``cfg.model``). ``RUN_DIR/stage1/stage1.json`` records what Stage 1 did either way."""
+    1's model: from the cache (``stage1_cache_dir``) or, with ``--no-sft-cache``, in
+    ``RUN_DIR/stage1``, built first when missing (``build``: how, e.g. ``model_cache.in_child``);
+    else None (start from ``cfg.model``). ``RUN_DIR/stage1/stage1.json`` records what Stage 1 did
+    either way."""
     if cfg.stage1.model:
         return cfg.stage1.model
     if not self_analyzes or cfg.stage1.skip:
         return None
     out = stage1_cache_dir(cfg) if cfg.stage1.cache else run_dir / "stage1"
     if not stage1_done(out):
-        tmp = staging_dir(out)
-        run_stage1(cfg, tmp, device=device)
-        meta = json.loads((tmp / STAGE1_FILES["meta"]).read_text())
-        meta["dataset"] = str(out / STAGE1_FILES["dataset"])
-        meta["model"] = str(out / STAGE1_FILES["model"])
-        (tmp / STAGE1_FILES["meta"]).write_text(json.dumps(meta, indent=1))
-        publish(tmp, out)
+        build(build_stage1, cfg, out, device)
     if out != run_dir / "stage1":
         record = run_dir / "stage1" / STAGE1_FILES["meta"]
         record.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / STAGE1_FILES["meta"], record)
     return str(out / STAGE1_FILES["model"])
+
+
+def build_stage1(cfg: Any, out: Path, device: str = "cpu") -> None:
+    """Run Stage 1 into a staging folder and move it to ``out`` when done (a killed build leaves
+    nothing a later run would load); the caller's torch thread count is restored."""
+    tmp = staging_dir(out)
+    before = torch.get_num_threads()
+    try:
+        run_stage1(cfg, tmp, device=device)
+    finally:  # the run trains on its own thread count
+        torch.set_num_threads(before)
+    meta = json.loads((tmp / STAGE1_FILES["meta"]).read_text())
+    meta["dataset"] = str(out / STAGE1_FILES["dataset"])
+    meta["model"] = str(out / STAGE1_FILES["model"])
+    (tmp / STAGE1_FILES["meta"]).write_text(json.dumps(meta, indent=1))
+    publish(tmp, out)

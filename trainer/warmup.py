@@ -21,6 +21,9 @@ What it does:
    failures) -> the privileged annotator's skill JSON. SmolLM2 never answers the analyzer prompt
    in JSON unaided, so without them no skill parses and SEED reduces to GRPO. This is Stage 1's
    SFT data without its rerun filter (which a policy that never wins cannot pass).
+   ``skill_demonstrations`` (optional, ``skill_episodes``) adds rows whose prompts carry a
+   privileged hindsight skill, placed as SEED places it, and whose actions follow it: SEED's
+   teacher is the policy reading a skill block, which a clone that never saw one only misreads.
 2. ``format_warmup`` fine-tunes on the rows with the loss on completion tokens only (the answer-only
    SFT of ``trainer/sft.py``).
 3. ``build_warmup_model`` caches the warmed model as a Hugging Face folder under
@@ -46,9 +49,10 @@ import seed_gym
 from seed_gym.registration import parse_env_kwargs
 from seed_gym.trainer.analyzer import ANALYZER_PROMPT_VERSION, analyzer_kwargs, analyzer_messages
 from seed_gym.trainer.annotators import PrivilegedAnnotator
-from seed_gym.trainer.model_cache import base_key, model_cache_dir, publish, staging_dir
-from seed_gym.trainer.models import bf16_is_fast, load_policy, save_policy
+from seed_gym.trainer.model_cache import base_key, here, model_cache_dir, publish, staging_dir
+from seed_gym.trainer.models import autocast, bf16_is_fast, load_policy, save_policy
 from seed_gym.trainer.trajectory import StepSample, Trajectory
+from seed_gym.wrappers.skill import insert_skill
 from seed_gym.wrappers.spec import DemoStep
 
 # bump when demonstrations or training change, so old cached models are not reused; it is also
@@ -70,11 +74,23 @@ class Episode:
 
 
 def _play(
-    env: Any, rng: np.random.Generator, env_id: str, task_id: str, e: int, noise: float, max_steps
+    env: Any,
+    rng: np.random.Generator,
+    env_id: str,
+    task_id: str,
+    e: int,
+    noise: float,
+    max_steps: int | None,
+    *,
+    env_seed: int | None = None,
+    skill: str | None = None,
+    script: list[str] | None = None,
 ) -> Episode:
-    """One noisy-oracle episode of ``task_id`` through the agent env ``env``."""
+    """One noisy-oracle episode of ``task_id`` through the agent env ``env``. ``env_seed``
+    replays a given start; ``script`` takes these actions first (then the oracle's), without
+    noise; ``skill`` is placed in every recorded prompt as SEED places it (``insert_skill``)."""
     spec = env.agent_spec
-    env_seed = int(rng.integers(2**31))
+    env_seed = int(rng.integers(2**31)) if env_seed is None else env_seed
     obs, info = env.reset(seed=env_seed, options={"task_id": task_id})
     traj = Trajectory(
         traj_id=f"warmup-{e}",
@@ -93,9 +109,11 @@ def _play(
             )
         if not env.unwrapped.oracle_can_win():
             break  # a Sokoban box stuck after a random push: the oracle would only flail
-        source = "oracle"
+        source = "oracle" if skill is None else "skill"
         action = env.unwrapped.oracle_action()
-        if noise and rng.random() < noise:
+        if script is not None and t < len(script):
+            action = script[t]
+        elif noise and rng.random() < noise:
             source = "noise"
             action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
         anchor = str(info["anchor"])
@@ -105,6 +123,8 @@ def _play(
             source, action = "oracle", env.unwrapped.oracle_action()
             completion = spec.demo_completion(DemoStep(anchor, str(info["task"]), action, info))
         messages = [dict(m) for m in obs["messages"]]
+        if skill is not None:
+            messages = insert_skill(messages, skill, spec.task_markers, spec.fallback_marker)
         obs, reward, terminated, truncated, info = env.step(completion)
         if not info["format_valid"]:
             raise ValueError(
@@ -253,6 +273,52 @@ def analyzer_demonstrations(
     return rows
 
 
+def skill_demonstrations(
+    env_id: str,
+    split: str = "train",
+    n_episodes: int = 8,
+    seed: int = 0,
+    history: int | None = None,
+    modality: str | None = "text",
+    *,
+    noise: float = 0.3,
+    env_kwargs: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows whose prompts carry a hindsight skill and whose completions follow it, so a small
+    model learns to read the Episode-Level Skill block SEED's teacher sees (not in SEED.md: its
+    3B model reads instructions unaided; docs/seed.md measures a clone that never saw a skill).
+
+    Each episode: a played episode of a training task (half noisy-oracle, half random: won and
+    lost) is annotated by the privileged annotator (a workflow for a win, an avoidance rule that
+    names the solution for a loss); the task is then replayed from the same start with that skill
+    in every prompt, repeating the won episode's actions or, after a loss, the oracle's."""
+    sources = play_demonstrations(
+        env_id, split, n_episodes, seed, history, modality, noise=[noise, 1.0], stream=2,
+        env_kwargs=env_kwargs,
+    )  # fmt: skip
+    annotator = PrivilegedAnnotator(env_id)
+    env = seed_gym.make_agent_env(
+        env_id, split=split, modality=modality, history=history, **(env_kwargs or {})
+    )
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), WARMUP_VERSION, 3]))
+    rows: list[dict[str, Any]] = []
+    try:
+        for e, ep in enumerate(sources):
+            traj = ep.trajectory
+            skill = annotator.annotate_one(traj, traj.privileged or {})
+            if skill is None:
+                continue
+            script = [s.action for s in traj.steps if s.action is not None] if traj.won else None
+            replay = _play(env, rng, env_id, traj.task_id, e, 0.0, None, env_seed=traj.seed,
+                           skill=skill.skill, script=script)  # fmt: skip
+            for row in replay.rows:
+                row["provenance"]["won"] = replay.trajectory.won
+            rows += replay.rows
+    finally:
+        env.close()
+    return rows
+
+
 # --- training -----------------------------------------------------------------------------------
 def format_warmup(
     model: Any,
@@ -271,21 +337,9 @@ def format_warmup(
     """Fine-tune ``model`` in place on ``rows`` (answer-only loss: completion tokens and eos), one
     AdamW step per ``micro_batch`` rows; ``val_fraction`` of the rows are held out to report the
     completion loss before and after. Returns the statistics."""
-    import contextlib
-
-    import torch
-
     from seed_gym.trainer.sft import sft_train  # torch; warmup imports without it
 
-    # One autocast region spans every optimizer step here, so its weight-cast cache must be off:
-    # with it on, forwards keep using the bf16 copies of the weights from the first step while
-    # AdamW moves the fp32 weights blindly (seen: loss fell in-process, the saved model was broken).
-    device = next(model.parameters()).device.type
-    region = (
-        torch.autocast(device_type=device, dtype=torch.bfloat16, cache_enabled=False)
-        if bf16
-        else contextlib.nullcontext()
-    )
+    region = autocast(bf16, next(model.parameters()).device.type, across_steps=True)
     t0 = time.perf_counter()
     with region:
         result = sft_train(
@@ -334,14 +388,15 @@ class WarmupSettings:
     bf16: bool = True
     max_length: int = 4096
     analyzer_episodes: int = 0  # analyzer rows (analyzer_demonstrations); 0: none
+    skill_episodes: int = 0  # skill-following rows (skill_demonstrations); 0: none
     analyzer_budget: int | None = None  # the trainer's analyzer prompt budget (tokens; None: all)
     env_kwargs: tuple[str, ...] = ()  # the env's --env-kwarg pairs (KEY=VALUE)
 
     def __post_init__(self):
         if self.episodes < 1 or self.epochs < 1 or self.micro_batch < 1:
             raise ValueError("warm-up episodes, epochs and micro_batch must be >= 1")
-        if self.analyzer_episodes < 0:
-            raise ValueError(f"analyzer_episodes must be >= 0, got {self.analyzer_episodes}")
+        if self.analyzer_episodes < 0 or self.skill_episodes < 0:
+            raise ValueError("analyzer_episodes and skill_episodes must be >= 0")
         if self.lr <= 0:
             raise ValueError(f"warm-up lr must be > 0, got {self.lr}")
         if not 0.0 <= self.noise <= 1.0:
@@ -354,8 +409,12 @@ def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
     key = {
         "env": env_id,
         "base": base_key(base),
-        # without --env-kwarg the key is what it was before the field existed
-        "settings": {k: v for k, v in asdict(settings).items() if v or k != "env_kwargs"},
+        # fields added later are left out at their default: older keys stay what they were
+        "settings": {
+            k: v
+            for k, v in asdict(settings).items()
+            if v or k not in ("env_kwargs", "skill_episodes")
+        },
         "version": WARMUP_VERSION,
     }
     if settings.analyzer_episodes:  # the analyzer rows' prompt asks by outcome since 0.5
@@ -422,6 +481,17 @@ def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress
             analyzer_kwargs=analyzer_kwargs(settings.analyzer_budget, policy.tokenizer),
             env_kwargs=parse_env_kwargs(settings.env_kwargs),
         )
+    if settings.skill_episodes:
+        rows += skill_demonstrations(
+            env_id,
+            settings.split,
+            settings.skill_episodes,
+            settings.seed,
+            settings.history,
+            settings.modality,
+            noise=settings.noise,
+            env_kwargs=parse_env_kwargs(settings.env_kwargs),
+        )
     demo_seconds = time.perf_counter() - t0
     if progress:
         print(f"warm-up: {len(rows)} demonstration rows from {env_id}", file=sys.stderr)
@@ -457,6 +527,7 @@ def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress
         "oracle_rows": sources.count("oracle"),
         "noise_rows": sources.count("noise"),
         "analyzer_rows": sources.count("analyzer"),
+        "skill_rows": sources.count("skill"),
         "demo_seconds": demo_seconds,
         "stats": stats,
         "example_completion": rows[0]["completion"] if rows else None,
@@ -465,10 +536,11 @@ def _build(env_id: str, base: str, settings: WarmupSettings, out: Path, progress
     publish(tmp, out)  # a killed build never leaves a half-written model behind
 
 
-def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:
+def warmup_for_config(cfg: Any, threads: int | None = None, *, build: Any = here) -> Path:
     """The warmed model for a ``TrainConfig`` with ``warmup.episodes > 0``
     (``--format-warmup-episodes``). The warm-up has its own seed (0), so every run seed of a
-    benchmark starts from the same warmed model. ``threads``: torch threads while it is built."""
+    benchmark starts from the same warmed model. ``threads``: torch threads while it is built;
+    ``build``: how a missing model is built (``model_cache.in_child``: in a child process)."""
     settings = WarmupSettings(
         **asdict(cfg.warmup),  # episodes, epochs, lr, noise, analyzer_episodes
         modality=cfg.modality or "text",
@@ -477,9 +549,11 @@ def warmup_for_config(cfg: Any, threads: int | None = None) -> Path:
         analyzer_budget=cfg.opd.analyzer_budget if cfg.warmup.analyzer_episodes else None,
         env_kwargs=tuple(cfg.env_kwarg),
     )
-    return build_warmup_model(
-        cfg.env, cfg.model, settings, threads=threads, progress=cfg.system.progress
-    )
+    out = warmup_dir(cfg.env, cfg.model, settings)
+    if (out / "config.json").exists() and (out / "warmup.json").exists():
+        return out
+    return build(build_warmup_model, cfg.env, cfg.model, settings, threads=threads,
+                 progress=cfg.system.progress)  # fmt: skip
 
 
 # --- CLI ----------------------------------------------------------------------------------------
@@ -509,6 +583,12 @@ def main(argv: list[str] | None = None) -> int:
         default=OPDConfig().analyzer_budget,
         help="analyzer prompt budget in tokens (use the trainer's --analyzer-budget)",
     )
+    p.add_argument(
+        "--skill-episodes",
+        type=int,
+        default=d.skill_episodes,
+        help="episodes replayed with a privileged skill in every prompt (skill-following rows)",
+    )
     p.add_argument("--micro-batch", type=int, default=d.micro_batch)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--modality", default=d.modality)
@@ -534,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         bf16=bf16_is_fast("cpu") if a.bf16 is None else a.bf16,
         analyzer_episodes=a.analyzer_episodes,
         analyzer_budget=a.analyzer_budget if a.analyzer_episodes else None,
+        skill_episodes=a.skill_episodes,
     )
     out = build_warmup_model(a.env, a.base, settings, force=a.force, threads=a.threads)
     print(out)
