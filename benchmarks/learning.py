@@ -40,6 +40,22 @@ import numpy as np
 from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart, write_report
 from seed_gym.stats import bootstrap_ci, paired_difference
 
+# benchmark algorithm names that are a ``seed-gym train`` algorithm with flags (a run folder is
+# named by the benchmark name)
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "seed-opid": ("seed", ["--teacher-advantage"]),  # the reference's teacher-advantage mode
+    "seed-nosft": ("seed", ["--no-sft"]),
+    "grpo-targetkl": ("grpo", ["--target-kl", "0.02"]),
+    "seed-targetkl": ("seed", ["--target-kl", "0.02"]),
+}
+
+
+def algo_argv(name: str) -> list[str]:
+    """``--algo`` and the flags of a benchmark algorithm name (``seed-opid``, or a plain one)."""
+    algo, flags = VARIANTS.get(name, (name, []))
+    return ["--algo", algo, *flags]
+
+
 # train flags per configuration (``seed-gym train`` field names); ``--algo``, ``--seed`` and
 # ``--out`` are added per run
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -73,6 +89,18 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "eval-samples": 3,
         "eval-cache": True,
         "seeds": [0, 1, 2],
+        "jobs": 2,
+    },
+    # long enough for OPD to act (issue 26): SEED, its teacher-advantage (OPID) mode and GRPO,
+    # 5 seeds, 10 iterations (groups saturate as seen success passes ~0.6), seen and unseen
+    # evaluated at the start and every 5 iterations; 2 runs side by side on 1 thread each
+    "cpu-long-opd": {
+        "preset": "smollm2-cpu",
+        "iterations": 10,
+        "eval-every": 5,
+        "eval-cache": True,
+        "seeds": [0, 1, 2, 3, 4],
+        "algos": ["grpo", "seed", "seed-opid"],
         "jobs": 2,
     },
     # larger runs for a machine with an accelerator or many cores
@@ -118,10 +146,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 
 def train_argv(config: dict[str, Any], algo: str, seed: int, out: Path) -> list[str]:
-    argv = ["--algo", algo, "--seed", str(seed), "--out", str(out), "--no-progress"]
+    argv = [*algo_argv(algo), "--seed", str(seed), "--out", str(out), "--no-progress"]
     argv += ["--no-tensorboard", "--no-save-hf"]
     for key, value in config.items():
-        if key in ("seeds", "jobs"):
+        if key in ("seeds", "jobs", "algos"):
             continue
         if isinstance(value, bool):  # tyro's flag pair: --eval-at-start / --no-eval-at-start
             argv.append(f"--{key}" if value else f"--no-{key}")
@@ -137,7 +165,7 @@ def finished(run_dir: Path, iterations: int, algo: str) -> bool:
         return False
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     last = max((m["iteration"] for m in lines), default=-1)
-    return last >= (0 if algo == "prompt" else iterations)
+    return last >= (0 if algo_argv(algo)[1] == "prompt" else iterations)
 
 
 def run_config(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -> Any:
@@ -147,38 +175,61 @@ def run_config(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -
     return parse_args(train_argv(config, algo, seed, Path("unused")) + extra)
 
 
-# the warm-up of one run's config, built in a child process (see prepare)
-_WARMUP = (
+# the warm-up and (for SEED and skill-grpo) Stage 1 of one run's config, built in a child
+# process (see prepare)
+_PREPARE = (
     "import json, sys\n"
+    "from pathlib import Path\n"
+    "from seed_gym.trainer.algorithms import ALGORITHMS\n"
     "from seed_gym.trainer.config import parse_args\n"
+    "from seed_gym.trainer.sft import stage1_model\n"
     "from seed_gym.trainer.warmup import warmup_for_config\n"
-    "print(warmup_for_config(parse_args(json.loads(sys.argv[1])), threads=int(sys.argv[2])))\n"
+    "cfg = parse_args(json.loads(sys.argv[1]))\n"
+    "base = str(warmup_for_config(cfg, threads=int(sys.argv[2]))) if cfg.warmup.episodes else cfg.model\n"
+    "cfg = cfg.replace(model=base, warmup_threads=int(sys.argv[2]))\n"
+    "if ALGORITHMS[cfg.algo].self_analyzes:\n"
+    "    print(stage1_model(cfg, Path(sys.argv[3]), self_analyzes=True))\n"
+    "print(base)\n"
 )
 
 
-def prepare(config: dict[str, Any], algo: str, seed: int, extra: list[str], threads: int) -> None:
-    """Build the shared format-warmed model once, with ``threads`` torch threads, before runs
-    start side by side (every run loads it from the cache; two runs building it at once would
-    only waste the time). It is built in a child process: built in this one, the SFT's freed
-    memory stayed with the benchmark (9.6 GB resident) while the runs trained beside it, and on a
-    23 GB machine the kernel's OOM killer ended the benchmark."""
-    if run_config(config, algo, seed, extra).warmup.episodes > 0:
+def prepare(
+    config: dict[str, Any], algos: list[str], seed: int, extra: list[str], threads: int, out: Path
+) -> None:
+    """Build the shared format-warmed model and Stage 1 model once, with ``threads`` torch threads,
+    before runs start side by side (every run loads them from the cache; two runs building one
+    at once would only waste the time). They are built in a child process: built in this one,
+    the SFT's freed memory stayed with the benchmark (9.6 GB resident) while the runs trained
+    beside it, and on a 23 GB machine the kernel's OOM killer ended the benchmark."""
+    needs_stage1 = [a for a in algos if _self_analyzes(a)]
+    for algo in needs_stage1[:1] or algos[:1]:
+        if run_config(config, algo, seed, extra).warmup.episodes == 0 and not needs_stage1:
+            return
         argv = train_argv(config, algo, seed, Path("unused")) + extra
         t0 = time.perf_counter()
-        child = [sys.executable, "-c", _WARMUP, json.dumps(argv), str(threads)]
-        out = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
-        path = out.strip().splitlines()[-1]
-        print(f"[warm-up] {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        record = out / "prepare"
+        child = [sys.executable, "-c", _PREPARE, json.dumps(argv), str(threads), str(record)]
+        printed = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
+        for path in printed.strip().splitlines()[-2:]:
+            print(f"[prepared] {path} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def _self_analyzes(name: str) -> bool:
+    from seed_gym.trainer.algorithms import ALGORITHMS
+
+    algo_flags = algo_argv(name)
+    return ALGORITHMS[algo_flags[1]].self_analyzes and "--no-sft" not in algo_flags
 
 
 def run_order(algos: list[str], seeds: list[int], *, cached_start: bool) -> list[tuple[str, int]]:
-    """The order runs start in. With the eval cache (``cached_start``) every seed's baseline run
-    goes first: the compared runs of that seed, started after it, read its start eval (same
-    weights, same seed) instead of playing it again. Without it the compared algorithms (SEED:
-    Stage 1, analysis, rescoring) take longest and go first, seed by seed, so the job slots finish
-    close together."""
+    """The order runs start in: seed by seed, so an interrupted benchmark leaves whole seeds.
+    With the eval cache (``cached_start``) the algorithms go in the given order: a run that
+    starts from the same weights as an earlier one of its seed (``seed-opid`` after ``seed``:
+    one Stage 1 model) reads its start eval instead of playing it again. Without it the
+    compared algorithms (SEED: analysis, rescoring) take longest and go first, so the job slots
+    finish close together."""
     if cached_start:
-        return [(a, s) for a in algos for s in seeds]
+        return [(a, s) for s in seeds for a in algos]
     return [(a, s) for s in seeds for a in reversed(algos)]
 
 
@@ -204,7 +255,7 @@ def run_all(
         cmd = [sys.executable, "-m", "seed_gym.cli", "train"]
         todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
     if todo and jobs > 1:
-        prepare(config, algos[0], seeds[0], extra, threads=jobs)
+        prepare(config, algos, seeds[0], extra, threads=jobs, out=out)
     times: dict[str, float] = {}
     running: list[tuple[Path, subprocess.Popen, float, Any]] = []
     failed: list[str] = []
@@ -353,7 +404,71 @@ def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
                 )
             result["paired"].setdefault(split, {})[f"{algo} - {base}"] = rows
     result["table"] = paired_table(out, algos, seeds)
+    result["steps_to_base_final"] = steps_to_base_final(runs, algos, seeds)
+    result["instruments"] = instrument_means(runs, algos, seeds)
     return result
+
+
+def first_reach(points: list[tuple[int, float, float]], target: float) -> float | None:
+    """The env steps at which a success curve first reaches ``target`` (linear between evals;
+    the first point counts), or None when it never does."""
+    for (_, x0, y0), (_, x1, y1) in zip(points, points[1:], strict=False):
+        if y0 >= target:
+            return x0
+        if y1 >= target:
+            return x0 + (x1 - x0) * (target - y0) / (y1 - y0)
+    return points[-1][1] if points and points[-1][2] >= target else None
+
+
+def steps_to_base_final(runs: dict, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    """Per split: the baseline's final success (mean over seeds) and, per algorithm, the env
+    steps each seed's curve needs to reach it, as a share of the baseline's own final env steps
+    (the paper: SEED at 60 % of GRPO's data beats GRPO's final). A seed that never reaches it
+    counts as None; ``mean_ratio`` averages the seeds that did and says how many."""
+    base, out = algos[0], {}
+    for split in SPLITS:
+        finals = [curve_points(runs[(base, s)], split) for s in seeds]
+        if not all(finals):
+            continue
+        target = float(np.mean([c[-1][2] for c in finals]))
+        budget = float(np.mean([c[-1][1] for c in finals]))
+        out[split] = {"target": target, "base_env_steps": budget}
+        for algo in algos:
+            reach = [first_reach(curve_points(runs[(algo, s)], split), target) for s in seeds]
+            ratios = [r / budget for r in reach if r is not None]
+            out[split][algo] = {
+                "env_steps": reach,
+                "mean_ratio": float(np.mean(ratios)) if ratios else None,
+                "reached": f"{len(ratios)}/{len(seeds)}",
+            }
+    return out
+
+
+INSTRUMENTS = (
+    "analyzer/parse_rate", "analyzer/avoidance_share_lost", "analyzer/workflow_share_won",
+    "opd/skill_gap_fork_won", "opd/skill_gap_fork_lost", "opd/control_gap_fork_won",
+    "opd/control_gap_fork_lost", "opd/skill_gap", "opd/active_ratio", "opd/grad_ratio",
+    "opd/grad_cosine", "train/kl_ref", "rollout/success",
+)  # fmt: skip
+
+
+def instrument_means(runs: dict, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    """Per algorithm: each instrument's mean over every iteration of every seed (and the
+    per-seed means), from the runs' metrics (SEED's instruments, docs/seed.md)."""
+    out: dict[str, Any] = {}
+    for algo in algos:
+        for key in INSTRUMENTS:
+            per_seed = {}
+            for s in seeds:
+                values = [m[key] for m in runs[(algo, s)].metrics if m.get(key) is not None]
+                if values:
+                    per_seed[str(s)] = float(np.mean(values))
+            if per_seed:
+                out.setdefault(algo, {})[key] = {
+                    "mean": float(np.mean(list(per_seed.values()))),
+                    "per_seed": per_seed,
+                }
+    return out
 
 
 def table_markdown(res: dict[str, Any]) -> str:
@@ -383,6 +498,18 @@ def table_markdown(res: dict[str, Any]) -> str:
 
 def print_summary(res: dict[str, Any]) -> None:
     print("\n" + table_markdown(res))
+    for split, r in res.get("steps_to_base_final", {}).items():
+        print(f"\n{split}: env steps to reach {res['algos'][0]}'s final success {r['target']:.3f} "
+              f"(share of its {r['base_env_steps']:.0f} steps):")  # fmt: skip
+        for algo in res["algos"]:
+            ratio = r[algo]["mean_ratio"]
+            shown = f"{ratio:.2f}" if ratio is not None else "never"
+            print(f"  {algo:>14s} {shown} (seeds that reach it: {r[algo]['reached']})")
+    if res.get("instruments"):
+        print("\ninstruments (mean over iterations and seeds):")
+        for algo, values in res["instruments"].items():
+            cells = ", ".join(f"{k.split('/')[-1]} {v['mean']:+.4f}" for k, v in values.items())
+            print(f"  {algo}: {cells}")
     algos = res["algos"]
     print(f"\nsuccess at the last eval (mean over seeds {res['seeds']}):")
     print(f"{'split':8s} " + " ".join(f"{a:>16s}" for a in algos))
@@ -436,7 +563,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", choices=sorted(CONFIGS), default="cpu")
     p.add_argument("--smoke", action="store_true", help="the 2-iteration tiny version (CI)")
-    p.add_argument("--algos", default="grpo,seed", help="comma list; the first is the baseline")
+    p.add_argument(
+        "--algos",
+        default=None,
+        help="comma list; the first is the baseline; a variant name (seed-opid, ...) is an "
+        "algorithm with flags (VARIANTS). Default: the config's, else grpo,seed",
+    )
     p.add_argument("--seeds", default=None, help="comma list (default: the config's)")
     p.add_argument("--out", required=True, help="output folder (runs/, learning.json, plots)")
     p.add_argument(
@@ -454,17 +586,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--analyze-only", action="store_true", help="no training: re-read the runs")
     args = p.parse_args(argv)
     config = dict(CONFIGS["smoke" if args.smoke else args.config])
-    algos = [a for a in args.algos.split(",") if a]
+    algos = args.algos.split(",") if args.algos else list(config.get("algos", ["grpo", "seed"]))
+    algos = [a for a in algos if a]
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(config["seeds"])
     if len(algos) < 2:
         raise SystemExit("--algos needs at least two algorithms to compare")
     from seed_gym.trainer.config import ALGOS
 
-    unknown = [a for a in algos if a not in ALGOS]
+    unknown = [a for a in algos if algo_argv(a)[1] not in ALGOS]
     if unknown:
         raise SystemExit(
-            f"seed-gym train does not know {unknown} (it accepts {sorted(ALGOS)}); "
-            "pass --algos with those"
+            f"seed-gym train does not know {unknown} (it accepts {sorted(ALGOS)} and the "
+            f"variants {sorted(VARIANTS)}); pass --algos with those"
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -38,18 +38,12 @@ def test_learning_benchmark_smoke(tmp_path, capsys, monkeypatch):
         points = res["curves"]["unseen"]["grpo"]["per_seed"][str(seed)]
         assert [p[0] for p in points] == [0, 1, 2] and points[0][1] == 0.0  # at 0 env steps
         assert (tmp_path / "runs" / f"seed-s{seed}" / "train.log").is_file()
-        # Stage 1 accepted no skill, so SEED started from GRPO's weights: its start eval is
-        # GRPO's, read from the eval cache (the GRPO runs go first)
+        # SEED starts from its Stage 1 model (shared by both seeds, built once by prepare),
+        # GRPO from the model before it, as in the reference
         stage1 = json.loads(
             (tmp_path / "runs" / f"seed-s{seed}" / "stage1" / "stage1.json").read_text()
         )
-        assert not stage1["trained"]
-        start = [json.loads(m) for m in metrics][0]
-        seed_start = json.loads(
-            (tmp_path / "runs" / f"seed-s{seed}" / "metrics.jsonl").read_text().splitlines()[0]
-        )
-        assert seed_start["eval/seen/cached"] == 1.0 and "eval/seen/cached" not in start
-        assert seed_start["eval/unseen/success"] == start["eval/unseen/success"]
+        assert stage1["trained"] and stage1["model"].startswith(str(tmp_path / "cache"))
     for split in ("seen", "unseen"):
         rows = res["paired"][split][f"{other} - {baseline}"]
         assert rows and all(len(r["per_seed"]) == 2 for r in rows)
@@ -119,26 +113,62 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
     assert (cpu.rollout.max_turns, cpu.eval.samples, cpu.warmup.episodes) == (4, 3, 32)
     assert (six.rollout.max_turns, six.eval.samples, six.warmup.episodes) == (6, 2, 32)
     assert (long.rollout.max_turns, long.eval.samples, long.warmup.episodes) == (6, 3, 64)
-    assert long.warmup.analyzer_episodes == 16 and cpu.warmup.analyzer_episodes == 8
+    assert long.warmup.analyzer_episodes == 16 and cpu.warmup.skill_episodes == 16
     assert six.replace(rollout=cpu.rollout, eval=cpu.eval) == cpu
     assert long.replace(rollout=cpu.rollout, warmup=cpu.warmup) == cpu
+    opd = cfgs["cpu-long-opd"]
+    assert (opd.iterations, opd.eval.every) == (10, 5)
+    assert bench.CONFIGS["cpu-long-opd"]["algos"] == ["grpo", "seed", "seed-opid"]
+    opid = bench.run_config(bench.CONFIGS["cpu-long-opd"], "seed-opid", 3, [])
+    assert opid.algo == "seed" and opid.opd.teacher_advantage and opid.seed == 3
 
 
-def test_the_shared_warmup_is_built_in_a_child_process(tmp_path, monkeypatch, capsys):
-    """``prepare`` builds the warm-up the runs load from the cache, in a child process (built in
-    the benchmark's own process its memory stayed there beside the runs: OOM-killed on 23 GB);
-    this process never loads a model for it."""
-    from seed_gym.trainer import warmup
+def test_first_reach_and_steps_to_the_baselines_final():
+    bench = load_bench()
+    assert bench.first_reach([(0, 0.0, 0.2), (5, 100.0, 0.6)], 0.4) == pytest.approx(50.0)
+    assert bench.first_reach([(0, 0.0, 0.5), (5, 100.0, 0.6)], 0.4) == 0.0
+    assert bench.first_reach([(0, 0.0, 0.2), (5, 100.0, 0.3)], 0.4) is None
+    assert bench.first_reach([(0, 0.0, 0.2)], 0.2) == 0.0
+
+    class Run:
+        def __init__(self, points):  # (iteration, env steps, seen success)
+            self.metrics = [
+                {"iteration": it, "rollout/env_steps": dx, "eval/seen/success": y}
+                for it, dx, y in points
+            ]
+
+    runs = {
+        ("grpo", 0): Run([(0, 0, 0.2), (1, 100, 0.4), (2, 100, 0.6)]),
+        ("grpo", 1): Run([(0, 0, 0.2), (1, 100, 0.4), (2, 100, 0.4)]),  # final mean 0.5 at 200
+        ("seed", 0): Run([(0, 0, 0.2), (1, 100, 0.7), (2, 100, 0.7)]),  # 0.5 at 60 steps
+        ("seed", 1): Run([(0, 0, 0.2), (1, 100, 0.3), (2, 100, 0.3)]),  # never
+    }
+    r = bench.steps_to_base_final(runs, ["grpo", "seed"], [0, 1])["seen"]
+    assert r["target"] == pytest.approx(0.5) and r["base_env_steps"] == 200.0
+    assert r["seed"]["env_steps"][0] == pytest.approx(60.0) and r["seed"]["env_steps"][1] is None
+    assert r["seed"]["mean_ratio"] == pytest.approx(0.3) and r["seed"]["reached"] == "1/2"
+    assert r["grpo"]["reached"] == "1/2"  # seed 1 of the baseline ends below the mean
+
+
+def test_the_shared_warmup_and_stage1_are_built_in_a_child_process(tmp_path, monkeypatch, capsys):
+    """``prepare`` builds the warm-up and Stage 1 the runs load from the cache, in a child
+    process (built in the benchmark's own process their memory stayed there beside the runs:
+    OOM-killed on 23 GB); this process never loads a model for them."""
+    from seed_gym.trainer import sft, warmup
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
     build = warmup.build_warmup_model
     monkeypatch.setattr(warmup, "build_warmup_model", lambda *a, **k: pytest.fail("in-process"))
+    monkeypatch.setattr(sft, "run_stage1", lambda *a, **k: pytest.fail("in-process"))
     bench = load_bench()
     config = {**bench.CONFIGS["smoke"], "format-warmup-episodes": 2, "format-warmup-lr": 1e-3}
-    bench.prepare(config, "grpo", 0, [], threads=1)
+    bench.prepare(config, ["grpo", "seed"], 0, [], threads=1, out=tmp_path / "bench")
     built = list((tmp_path / "models").glob("warmup-*"))
     assert len(built) == 1 and (built[0] / "warmup.json").exists()
-    assert f"[warm-up] {built[0]} (" in capsys.readouterr().out
+    stage1 = list((tmp_path / "models").glob("stage1-*"))
+    assert len(stage1) == 1 and (stage1[0] / "stage1.json").exists()
+    printed = capsys.readouterr().out
+    assert f"[prepared] {built[0]} (" in printed and f"[prepared] {stage1[0]}" in printed
     monkeypatch.setattr(warmup, "build_warmup_model", build)
     stamp = (built[0] / "warmup.json").stat().st_mtime_ns
     cfg = bench.run_config(config, "grpo", 0, [])

@@ -578,7 +578,9 @@ def smollm2_cpu() -> TrainConfig:
         # policy reading a skill block; a clone that never saw one was only distracted by it
         # (the block lowered every token by 0.31 nats, forks no more than another task's skill
         # did; docs/seed.md)
-        warmup=WarmupConfig(episodes=32, epochs=3, skill_episodes=16),
+        # Noise 0.15 (the default 0.3 otherwise): at 0.3 the clone sampled "1" for "10" (the
+        # noise's "1" shares the token) and won 0 of 32 sampled train episodes; at 0.15, 18 of 32
+        warmup=WarmupConfig(episodes=32, epochs=3, noise=0.15, skill_episodes=16),
         # a right formula takes 4 turns (card, operator, card, "="); EZPoints' own limit is 8.
         # 4 turns leave no room for an illegal token (a 0-reward no-op), so the step-level
         # advantage charges it through the lost episode; with 6, two were free and the trained
