@@ -19,7 +19,21 @@ from seed_gym.trainer.train import train
 
 FLAT = json.loads((Path(__file__).parent / "golden" / "train-configs-flat.json").read_text())
 # fields added since the golden file was written, with their defaults (CHANGELOG)
-ADDED_SINCE = {"warmup_threads": None}
+ADDED_SINCE = {
+    "warmup_threads": None,
+    # 0.5.0: Stage 1 as the reference's card pipeline, SEED's instruments, --target-kl, builds in
+    # a child process, skill rows in the warm-up
+    "sft_accept_filter": False,
+    "sft_balance": True,
+    "sft_seed": 0,
+    "sft_cache": True,
+    "sft_replay": 0.0,
+    "skill_control": 8,
+    "grad_probe": True,
+    "target_kl": None,
+    "isolate_builds": True,
+    "format_warmup_skill_episodes": 0,
+}
 
 
 def golden(name: str) -> dict:
@@ -41,7 +55,25 @@ CHANGED_SINCE = {
         "format_warmup_episodes": 32,
         "format_warmup_analyzer_episodes": 8,
         "max_turns": 4,
-    }
+        # 0.5.0: analyzer fields that fit a whole skill; Stage 1 as the card pipeline (with its
+        # own replay); the warm-up without analyzer rows, with skill rows and less noise
+        "analyzer_max_new_tokens": 128,
+        "format_warmup_analyzer_episodes": 0,
+        "format_warmup_skill_episodes": 16,
+        "format_warmup_noise": 0.15,
+        "sft_tasks_per_type": 16,
+        "sft_temperature": 1.0,
+        "sft_lr": 1e-4,
+        "sft_replay": 1.0,
+        "sft_reruns": 8,  # the default: reruns only run with --sft-accept-filter
+    },
+    # 0.5.0: the random model's structured analyses need room for five words; it builds in place
+    "tiny": {"analyzer_max_new_tokens": 32, "isolate_builds": False},
+    "tiny-vlm": {"analyzer_max_new_tokens": 32, "isolate_builds": False},
+    # 0.5.0: the reference's Stage 1 per env family (cards: temperature 1, every row; the rest:
+    # the rerun filter)
+    **{f"paper-{e}": {"sft_temperature": 1.0} for e in ("sokoban", "ezpoints")},
+    **{f"paper-{e}": {"sft_accept_filter": True} for e in ("alfworld", "webshop", "search")},
 }
 
 
@@ -105,7 +137,11 @@ def test_a_run_saved_in_the_flat_form_resumes(tmp_path):
     train(parse_args(["--resume", "--out", str(out), "--iterations", "2"]))
     assert [m["iteration"] for m in run_metrics(out)] == [1, 2]
     resumed = TrainConfig.load(out / "config.json")  # written again, now in groups
-    assert resumed == cfg.replace(resume=False, iterations=2)
+    # the fields added since take their defaults (the flat file does not hold them)
+    expected = cfg.replace(resume=False, iterations=2).flags()
+    assert {k: v for k, v in resumed.flags().items() if k not in ADDED_SINCE} == {
+        k: v for k, v in expected.items() if k not in ADDED_SINCE
+    }
     assert "<td>2 x 2</td>" in runs_table([load_run(out)])  # the report's B x G, from the groups
 
 

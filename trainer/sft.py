@@ -10,7 +10,8 @@
    the skill in the actor prompt; successes must rise by >= 1 *and* the success rate by >= 0.125
    over the no-skill baseline), SEED.md's filter for ALFWorld and the text envs;
 4. SFT the policy on ``{analyzer prompt -> JSON}`` rows (``sft_train``: loss on the answer tokens
-   only, 3 epochs, 10 % validation).
+   only, 3 epochs, 10 % validation), with ``--sft-replay`` x as many of its own rollout steps
+   (``replay_rows``; not in SEED.md: a small model forgets how to act otherwise).
 
 The model is cached like the format warm-up (``stage1_model``): keyed by the starting model, the
 env and every setting Stage 1 reads, with its own seed (``--sft-seed``), so the runs of every
@@ -209,6 +210,22 @@ def build_stage1_rows(
             }
         )
     return report
+
+
+def replay_rows(trajectories: Sequence[Trajectory], n: int, *, seed: int) -> list[dict[str, Any]]:
+    """``n`` steps of the rollouts, drawn uniformly (seeded) from every trajectory, won and lost
+    alike, as SFT rows {the step's prompt -> the response the policy sampled}: rehearsal that
+    keeps the policy acting as it did while it learns to analyze. Not in SEED.md: a 135M policy
+    fine-tuned on analyzer rows alone answered its action prompts in JSON afterwards (0 of 32
+    episodes won, from 18 of 32 before)."""
+    steps = [(t, s) for t in trajectories for s in t.steps if s.response_text and s.messages]
+    chosen = random.Random(seed).sample(steps, min(max(0, n), len(steps)))
+    return [
+        {"messages": s.messages, "completion": s.response_text,
+         "provenance": {"source": "replay", "traj_id": t.traj_id, "task_id": t.task_id,
+                        "won": t.won}}
+        for t, s in chosen
+    ]  # fmt: skip
 
 
 def balance_outcomes(rows: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
@@ -527,18 +544,22 @@ def run_stage1(
             rerun_pool.close()
     if stage1.balance:
         report.rows = balance_outcomes(report.rows, stage1.seed)
-    dataset = write_jsonl(report.rows, out / STAGE1_FILES["dataset"])
+    replay = replay_rows(trajs, round(stage1.replay * len(report.rows)), seed=stage1.seed)
+    rows = report.rows + replay
+    dataset = write_jsonl(rows, out / STAGE1_FILES["dataset"])
     times["annotate"] = time.perf_counter() - t0
     counts = report.metrics()
-    _say(f"{len(report.rows)} rows ({counts['stage1/won_rows']:.0f} won, "
-         f"{counts['stage1/lost_rows']:.0f} lost) of {report.n_annotated} skills -> {dataset}")  # fmt: skip
+    counts["stage1/replay_rows"] = float(len(replay))
+    _say(f"{len(report.rows)} analyzer rows ({counts['stage1/won_rows']:.0f} won, "
+         f"{counts['stage1/lost_rows']:.0f} lost) of {report.n_annotated} skills and "
+         f"{len(replay)} replayed steps -> {dataset}")  # fmt: skip
 
     # 4. SFT the analyzer (the policy itself) on the rows
     t0 = time.perf_counter()
     result = None
     if report.rows:
         with autocast(cfg.bf16, model.device.type, across_steps=True):
-            result = sft_train(model, tokenizer, report.rows, epochs=stage1.epochs, lr=stage1.lr,
+            result = sft_train(model, tokenizer, rows, epochs=stage1.epochs, lr=stage1.lr,
                                batch_size=stage1.batch, seed=stage1.seed,
                                progress="stage 1 SFT" if cfg.system.progress else None)  # fmt: skip
         _say(f"SFT: {result.n_train} train / {result.n_val} val rows, val loss {result.val_losses}")
