@@ -16,7 +16,7 @@ from seed_gym.spaces import FreeText
 from seed_gym.splits import SPLITS, SplitManifest
 from seed_gym.wrappers.agent import make_agent_env
 
-__version__ = "0.2.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "INFO_KEYS",

@@ -21,7 +21,7 @@ FLAT = json.loads((Path(__file__).parent / "golden" / "train-configs-flat.json")
 # fields added since the golden file was written, with their defaults (CHANGELOG)
 ADDED_SINCE = {
     "warmup_threads": None,
-    # 0.5.0: Stage 1 as the reference's card pipeline, SEED's instruments, --target-kl, builds in
+    # 0.4.0: Stage 1 as the reference's card pipeline, SEED's instruments, --target-kl, builds in
     # a child process, skill rows in the warm-up
     "sft_accept_filter": False,
     "sft_balance": True,
@@ -55,7 +55,7 @@ CHANGED_SINCE = {
         "format_warmup_episodes": 32,
         "format_warmup_analyzer_episodes": 8,
         "max_turns": 4,
-        # 0.5.0: analyzer fields that fit a whole skill; Stage 1 as the card pipeline (with its
+        # 0.4.0: analyzer fields that fit a whole skill; Stage 1 as the card pipeline (with its
         # own replay); the warm-up without analyzer rows, with skill rows and less noise
         "analyzer_max_new_tokens": 128,
         "format_warmup_analyzer_episodes": 0,
@@ -67,10 +67,10 @@ CHANGED_SINCE = {
         "sft_replay": 1.0,
         "sft_reruns": 8,  # the default: reruns only run with --sft-accept-filter
     },
-    # 0.5.0: the random model's structured analyses need room for five words; it builds in place
+    # 0.4.0: the random model's structured analyses need room for five words; it builds in place
     "tiny": {"analyzer_max_new_tokens": 32, "isolate_builds": False},
     "tiny-vlm": {"analyzer_max_new_tokens": 32, "isolate_builds": False},
-    # 0.5.0: the reference's Stage 1 per env family (cards: temperature 1, every row; the rest:
+    # 0.4.0: the reference's Stage 1 per env family (cards: temperature 1, every row; the rest:
     # the rerun filter)
     **{f"paper-{e}": {"sft_temperature": 1.0} for e in ("sokoban", "ezpoints")},
     **{f"paper-{e}": {"sft_accept_filter": True} for e in ("alfworld", "webshop", "search")},

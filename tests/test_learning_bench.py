@@ -117,7 +117,7 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
     assert six.replace(rollout=cpu.rollout, eval=cpu.eval) == cpu
     assert long.replace(rollout=cpu.rollout, warmup=cpu.warmup) == cpu
     opd = cfgs["cpu-long-opd"]
-    assert (opd.iterations, opd.eval.every) == (10, 5)
+    assert (opd.iterations, opd.eval.every) == (6, 3)
     assert bench.CONFIGS["cpu-long-opd"]["algos"] == ["grpo", "seed", "seed-opid"]
     opid = bench.run_config(bench.CONFIGS["cpu-long-opd"], "seed-opid", 3, [])
     assert opid.algo == "seed" and opid.opd.teacher_advantage and opid.seed == 3

@@ -417,7 +417,7 @@ def warmup_dir(env_id: str, base: str, settings: WarmupSettings) -> Path:
         },
         "version": WARMUP_VERSION,
     }
-    if settings.analyzer_episodes:  # the analyzer rows' prompt asks by outcome since 0.5
+    if settings.analyzer_episodes:  # the analyzer rows' prompt asks by outcome since 0.4
         key["analyzer_prompt"] = ANALYZER_PROMPT_VERSION
     return model_cache_dir("warmup", env_id, base, key)
 
