@@ -66,7 +66,7 @@ def canned_analyzer(monkeypatch):
 OPD_KEYS = {"opd/gate_mean", "opd/active_ratio", "opd/teacher_gap_mean", "opd/loss"}
 
 
-def test_seed_cli_runs_stage1_then_stage2(tmp_path):
+def test_seed_cli_runs_stage1_then_stage2(tmp_path, capsys):
     # the real analyzer (the random tiny model): Stage 1 with the privileged annotator (cached),
     # Stage 2 with the OPD metrics logged; structured decoding makes even the random model's
     # analyses parse, so the distillation is on
@@ -74,6 +74,8 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path):
     argv = ["--env", SOKOBAN, "--algo", "seed", "--preset", "tiny", "--out", str(out)]
     argv += ["--no-progress", "--no-tensorboard", "--ent-coef", "0.01", "--eval-splits", "seen"]
     assert train_main(argv) == 0
+    printed = capsys.readouterr().err  # the summary: SEED's instruments and the phase table
+    assert "SEED instruments" in printed and "fork gap won" in printed and "rescore" in printed
     stage1 = json.loads((out / "stage1" / "stage1.json").read_text())
     assert stage1["annotator"] == "privileged" and stage1["metrics"]["stage1/trajectories"] == 2
     assert Path(stage1["dataset"]).exists() and Path(stage1["model"]).is_dir()

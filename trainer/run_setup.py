@@ -33,6 +33,7 @@ from seed_gym.trainer.model_cache import here, in_child
 from seed_gym.trainer.models import (
     VLM_BUILDERS,
     LoadedModel,
+    adamw,
     build_smollm2,
     load_policy,
     model_dir,
@@ -179,6 +180,8 @@ def build_policy(
     # the frozen KL reference; under LoRA the base weights (adapters off) are the reference
     if algorithm.trains and cfg.optim.kl_coef > 0 and lora is None:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
+        if cfg.bf16 and not cfg.system.fsdp:  # its forward runs under bf16 autocast anyway
+            ref = ref.to(torch.bfloat16)
     if cfg.system.fsdp:
         shard_model(model, dist, device=device, bf16=cfg.bf16)
         if ref is not None:
@@ -186,7 +189,7 @@ def build_policy(
     optimizer = reference = None
     if algorithm.trains:  # after sharding: FSDP2's optimizer holds the local shards
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
+        optimizer = adamw(
             params, lr=cfg.optim.lr, betas=cfg.optim.adam_betas, weight_decay=cfg.optim.weight_decay
         )
         if cfg.optim.kl_coef > 0:

@@ -276,8 +276,30 @@ def time_metrics(meter: PhaseMeter, eval_seconds: float | None) -> dict[str, flo
     return out
 
 
-def phase_summary(run_dir: Path) -> list[str]:
-    """The run's per-phase table (``phases.phase_table``) from ``metrics.jsonl``."""
+def instrument_summary(run_dir: Path) -> list[str]:
+    """One line of SEED's instruments (docs/seed.md), means over the iterations that logged them:
+    what the analyzer wrote and what the skill did to the teacher on fork tokens, against the
+    shuffled control. Empty for algorithms without a teacher."""
+    lines = _metric_lines(run_dir)
+
+    def mean(key: str) -> str:
+        values = [m[key] for m in lines if isinstance(m.get(key), (int, float))]
+        return f"{sum(values) / len(values):+.3f}" if values else "-"
+
+    if not any("opd/skill_gap" in m for m in lines):
+        return []
+    return [
+        f"SEED instruments (means over iterations): analyzer parse rate "
+        f"{mean('analyzer/parse_rate')}, lost -> avoidance {mean('analyzer/avoidance_share_lost')}, "
+        f"won -> workflow {mean('analyzer/workflow_share_won')}; fork gap won "
+        f"{mean('opd/skill_gap_fork_won')} (control {mean('opd/control_gap_fork_won')}), lost "
+        f"{mean('opd/skill_gap_fork_lost')} (control {mean('opd/control_gap_fork_lost')}) nats; "
+        f"|g teacher| / |g PG| {mean('opd/grad_ratio')}, cosine {mean('opd/grad_cosine')}"
+    ]
+
+
+def _metric_lines(run_dir: Path) -> list[dict[str, Any]]:
+    """``metrics.jsonl``'s lines; an unreadable one is skipped."""
     path = run_dir / "metrics.jsonl"
     lines = []
     for line in path.read_text().splitlines() if path.exists() else []:
@@ -285,5 +307,10 @@ def phase_summary(run_dir: Path) -> list[str]:
             lines.append(json.loads(line))
         except json.JSONDecodeError:
             continue
-    rows = phase_rows(lines)
+    return lines
+
+
+def phase_summary(run_dir: Path) -> list[str]:
+    """The run's per-phase table (``phases.phase_table``) from ``metrics.jsonl``."""
+    rows = phase_rows(_metric_lines(run_dir))
     return phase_table(rows) if rows else []

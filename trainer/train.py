@@ -52,6 +52,7 @@ from seed_gym.trainer.rescore import trajectory_teacher_logprobs
 from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
 from seed_gym.trainer.run_state import (
     eval_summary,
+    instrument_summary,
     phase_summary,
     save_checkpoint,
     time_metrics,
@@ -347,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.system.dry_run:
         return dry_run(cfg)
     train(cfg)
-    for line in eval_summary(Path(cfg.out), cfg.eval.splits) + phase_summary(Path(cfg.out)):
+    run_dir = Path(cfg.out)
+    summary = eval_summary(run_dir, cfg.eval.splits) + instrument_summary(run_dir)
+    for line in summary + phase_summary(run_dir):
         print(line, file=sys.stderr)
     print(f"run written to {cfg.out}", file=sys.stderr)
     return 0
