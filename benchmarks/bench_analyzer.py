@@ -41,8 +41,8 @@ def main() -> None:
 
     from preset_rollouts import preset_rollouts
 
-    from seed_gym.trainer.analyzer import analyzer_kwargs, analyzer_messages
-    from seed_gym.trainer.analyzer import structured_generate_fn as structured
+    from seed_gym.trainer.algorithms.seed.analyzer import analyzer_kwargs, analyzer_messages
+    from seed_gym.trainer.algorithms.seed.analyzer import structured_generate_fn as structured
 
     cfg, policy, engine, trajs = preset_rollouts(a.preset, a.threads)
     kwargs = analyzer_kwargs(cfg.opd.analyzer_budget, policy.tokenizer)

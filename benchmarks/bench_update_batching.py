@@ -36,7 +36,8 @@ def main() -> None:
     from preset_rollouts import preset_rollouts
 
     from seed_gym.trainer.advantages import grpo_advantages
-    from seed_gym.trainer.logprobs import pack, prompt_order
+    from seed_gym.trainer.algorithms.grpo import GRPO
+    from seed_gym.trainer.backends.logprobs import pack, prompt_order
     from seed_gym.trainer.update import Sample, micro_batch_loss
 
     cfg, policy, _, trajs = preset_rollouts(a.preset, a.threads)
@@ -67,7 +68,7 @@ def main() -> None:
         policy.model.zero_grad(set_to_none=True)
         for s in range(0, len(order), size):
             chunk = [samples[i] for i in order[s : s + size]]
-            loss, _, _, _ = micro_batch_loss(policy.model, chunk, reference=None, distill=False,
+            loss, _, _, _ = micro_batch_loss(policy.model, chunk, reference=None, terms=GRPO(cfg), teacher=False,
                                           num_tokens=num_tokens, num_teacher_tokens=0, cfg=cfg,
                                           pad_id=policy.pad_id, processor=None, device="cpu")  # fmt: skip
             loss.backward()

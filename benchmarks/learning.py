@@ -181,15 +181,15 @@ def run_config(config: dict[str, Any], algo: str, seed: int, extra: list[str]) -
 _PREPARE = (
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from seed_gym.trainer.algorithms import ALGORITHMS\n"
+    "from seed_gym.trainer.algorithms import make_algorithm\n"
     "from seed_gym.trainer.config import parse_args\n"
-    "from seed_gym.trainer.sft import stage1_model\n"
     "from seed_gym.trainer.warmup import warmup_for_config\n"
     "cfg = parse_args(json.loads(sys.argv[1]))\n"
     "base = str(warmup_for_config(cfg, threads=int(sys.argv[2]))) if cfg.warmup.episodes else cfg.model\n"
-    "cfg = cfg.replace(model=base, warmup_threads=int(sys.argv[2]))\n"
-    "if ALGORITHMS[cfg.algo].self_analyzes:\n"
-    "    print(stage1_model(cfg, Path(sys.argv[3]), self_analyzes=True))\n"
+    "cfg = cfg.replace(warmup_threads=int(sys.argv[2]))\n"
+    "start = make_algorithm(cfg).start_model(cfg, base, Path(sys.argv[3]), 'cpu', lambda f, *a, **k: f(*a, **k))\n"
+    "if start:\n"
+    "    print(start)\n"
     "print(base)\n"
 )
 
@@ -216,10 +216,12 @@ def prepare(
 
 
 def _self_analyzes(name: str) -> bool:
-    from seed_gym.trainer.algorithms import ALGORITHMS
+    """Whether the algorithm builds its own start (SEED's Stage 1), which ``prepare`` builds once."""
+    from seed_gym.trainer.algorithms import ALGORITHMS, Algorithm
 
     algo_flags = algo_argv(name)
-    return ALGORITHMS[algo_flags[1]].self_analyzes and "--no-sft" not in algo_flags
+    cls = ALGORITHMS[algo_flags[1]]
+    return cls.start_model is not Algorithm.start_model and "--no-sft" not in algo_flags
 
 
 def run_order(algos: list[str], seeds: list[int], *, cached_start: bool) -> list[tuple[str, int]]:
@@ -592,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(config["seeds"])
     if len(algos) < 2:
         raise SystemExit("--algos needs at least two algorithms to compare")
-    from seed_gym.trainer.config import ALGOS
+    from seed_gym.trainer.algorithms import ALGORITHMS as ALGOS
 
     unknown = [a for a in algos if algo_argv(a)[1] not in ALGOS]
     if unknown:

@@ -13,9 +13,9 @@ def preset_policy(preset: str, threads: int, model: str | None = None) -> tuple[
     local folder ``model``."""
     import torch
 
+    from seed_gym.trainer.backends.engines import HFEngine
+    from seed_gym.trainer.backends.models import load_policy
     from seed_gym.trainer.config import PRESETS
-    from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.models import load_policy
     from seed_gym.trainer.warmup import warmup_for_config
 
     torch.set_num_threads(threads)

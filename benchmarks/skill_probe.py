@@ -35,13 +35,13 @@ import numpy as np
 from seed_gym.registration import agent_spec, task_ids
 from seed_gym.seeding import derive_seed
 from seed_gym.stats import bootstrap_ci
-from seed_gym.trainer.analyzer import skill_kind
+from seed_gym.trainer.algorithms.seed.analyzer import skill_kind
+from seed_gym.trainer.algorithms.seed.skill_effect import gap_sums
+from seed_gym.trainer.algorithms.seed.skill_log import SkillLog, skill_records
 from seed_gym.trainer.collect import SamplingParams, collect
 from seed_gym.trainer.config import parse_args
 from seed_gym.trainer.run_setup import start_run
-from seed_gym.trainer.skill_effect import gap_sums
-from seed_gym.trainer.skill_log import SkillLog, skill_records
-from seed_gym.trainer.train import ENV_SEEDS, SAMPLING, rescore, task_batch
+from seed_gym.trainer.train import ENV_SEEDS, SAMPLING, task_batch
 from seed_gym.wrappers.pool import make_group_pool
 
 
@@ -112,12 +112,12 @@ def probe(argv: list[str]) -> dict[str, Any]:
     times["analyze"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     spec = agent_spec(cfg.env)
-    scored = rescore(run, spec, trajs, skills, 0)
+    scored = run.algorithm.teacher(run.policy, spec, trajs, skills, 0)
     times["rescore"] = time.perf_counter() - t0
-    idx = scored.control_idx
-    own = group_sums(trajs, [scored.teacher[i] for i in idx], idx)
-    shuffled = group_sums(trajs, scored.control, idx)
-    teacher, gaps, metrics = scored.teacher, scored.gaps, scored.metrics
+    idx = scored.extra["control_idx"]
+    own = group_sums(trajs, [scored.per_step[i] for i in idx], idx)
+    shuffled = group_sums(trajs, scored.extra["control"], idx)
+    teacher, gaps, metrics = scored.per_step, scored.gaps, scored.metrics
 
     records = skill_records(trajs, skills, iteration=0, gaps=gaps, failures=failures)
     for rec, traj, per_step in zip(records, trajs, teacher, strict=True):

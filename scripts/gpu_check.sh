@@ -9,8 +9,8 @@
 #   bash scripts/gpu_check.sh
 #   bash scripts/gpu_check.sh --device cpu --model tiny --out /tmp/gc   # the CPU-possible part
 #
-# Extra arguments go to python -m seed_gym.trainer.gpu_check (--help lists them).
+# Extra arguments go to python -m seed_gym.tools.gpu_check (--help lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-exec "$PY" -m seed_gym.trainer.gpu_check "$@"
+exec "$PY" -m seed_gym.tools.gpu_check "$@"

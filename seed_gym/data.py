@@ -19,7 +19,7 @@ BUILDERS: dict[str, str] = {
     "alfworld": "seed_gym.envs.alfworld.build:build_suite",
     "webshop": "seed_gym.envs.webshop.build:build_catalog",
     "search": "seed_gym.envs.search.build:build_corpora",
-    "smollm2": "seed_gym.trainer.models:build_smollm2",
+    "smollm2": "seed_gym.trainer.backends.models:build_smollm2",
 }
 
 

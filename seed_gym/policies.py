@@ -12,7 +12,7 @@ Model policies:
   Llama. Completions come from the trainer's ``HFEngine``; ``seed-gym eval`` steps many episodes
   at once and sends every live episode's prompt in one batch.
 - ``openai:URL`` - any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, the bundled
-  ``seed_gym.trainer.openai_server``, a hosted API); ``model_name`` picks the served model (default:
+  ``seed_gym.tools.openai_server``, a hosted API); ``model_name`` picks the served model (default:
   the first one ``GET /v1/models`` lists). Live episodes are sent as concurrent requests.
 
 Both sample greedily unless ``temperature > 0``. Each episode samples from its own random stream,
@@ -261,7 +261,7 @@ class OpenAIPolicy:
         pass
 
 
-MODEL_POLICY = "seed_gym.trainer.model_policy:ModelPolicy"
+MODEL_POLICY = "seed_gym.tools.model_policy:ModelPolicy"
 
 
 def _load(path: str) -> Any:

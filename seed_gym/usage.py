@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from seed_gym.policies import POLICIES
 from seed_gym.registration import env_args_problem, import_env_modules, parse_env_kwargs
-from seed_gym.trainer.models import VLM_BUILDERS
+from seed_gym.trainer.backends.models import VLM_BUILDERS
 
 USAGE_EXIT = 2  # argparse's code for a usage error
 

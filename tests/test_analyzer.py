@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from seed_gym.trainer.analyzer import (
+from seed_gym.trainer.algorithms.seed.analyzer import (
     SKILL_INSTRUCTIONS,
     Skill,
     SkillParseError,
@@ -248,8 +248,8 @@ def test_skill_to_json_roundtrip():
 
 
 def test_analyze_with_the_tiny_policy_runs_greedy_and_is_deterministic():
-    from seed_gym.trainer.chat_generate import hf_generate_fn
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.tools.chat_generate import hf_generate_fn
+    from seed_gym.trainer.backends.models import load_policy
 
     policy = load_policy("tiny")
     gen = hf_generate_fn(policy.model, policy.tokenizer, max_new_tokens=12)
@@ -264,7 +264,7 @@ def test_analyze_with_the_tiny_policy_runs_greedy_and_is_deterministic():
 
 # --- structured decoding ------------------------------------------------------------------------
 def test_skeleton_is_what_the_sft_targets_write():
-    from seed_gym.trainer.analyzer import Skill, skeleton_pieces
+    from seed_gym.trainer.algorithms.seed.analyzer import Skill, skeleton_pieces
 
     a, b, c = skeleton_pieces()
     assert Skill("S x", "K y").to_json() == f"{a}S x{b}K y{c}"
@@ -280,7 +280,7 @@ def test_skeleton_is_what_the_sft_targets_write():
     ],
 )
 def test_trim_repetition(text, trimmed):
-    from seed_gym.trainer.analyzer import trim_repetition
+    from seed_gym.trainer.algorithms.seed.analyzer import trim_repetition
 
     assert trim_repetition(text) == trimmed
 
@@ -294,7 +294,7 @@ class LoopingEngine:
         self.prompts = []
 
     def generate(self, prompts, *, max_new_tokens, temperature, stop, seed, no_repeat_ngram):
-        from seed_gym.trainer.engines import Generation
+        from seed_gym.trainer.backends.engines import Generation
 
         assert temperature == 0.0 and stop == ('"',) and no_repeat_ngram > 0
         self.prompts.append([self.tokenizer.decode(p) for p in prompts])
@@ -302,8 +302,8 @@ class LoopingEngine:
 
 
 def test_structured_answers_parse_even_when_the_model_loops():
-    from seed_gym.trainer.analyzer import structured_generate_fn
-    from seed_gym.trainer.models import tiny_tokenizer
+    from seed_gym.trainer.algorithms.seed.analyzer import structured_generate_fn
+    from seed_gym.trainer.backends.models import tiny_tokenizer
 
     engine = LoopingEngine(tiny_tokenizer())
     t = traj([step("obs", "<think>a</think><action>up</action>", "up")], won=False)
@@ -319,8 +319,8 @@ def test_structured_answers_parse_even_when_the_model_loops():
 def test_structured_answers_from_a_real_model_are_json(tiny_policy):
     import json
 
-    from seed_gym.trainer.analyzer import SKILL_FIELDS, structured_generate_fn
-    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.algorithms.seed.analyzer import SKILL_FIELDS, structured_generate_fn
+    from seed_gym.trainer.backends.engines import HFEngine
 
     engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
     t = traj([step("obs", "<think>a</think><action>up</action>", "up")], won=True)
@@ -330,7 +330,7 @@ def test_structured_answers_from_a_real_model_are_json(tiny_policy):
 
 
 def test_no_repeat_ngram_bans_repeated_ngrams(tiny_policy):
-    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.backends.engines import HFEngine
 
     engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
     chats = [[{"role": "user", "content": "say something"}]] * 2
@@ -341,14 +341,14 @@ def test_no_repeat_ngram_bans_repeated_ngrams(tiny_policy):
 
 @pytest.fixture(scope="module")
 def tiny_policy():
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     return load_policy("tiny", seed=0)
 
 
 def test_structured_answers_are_the_same_with_the_chat_prefilled_once(tiny_policy, monkeypatch):
-    from seed_gym.trainer.analyzer import structured_generate_fn
-    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.algorithms.seed.analyzer import structured_generate_fn
+    from seed_gym.trainer.backends.engines import HFEngine
 
     engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
     chats = [
@@ -366,8 +366,8 @@ def test_structured_answers_are_the_same_with_the_chat_prefilled_once(tiny_polic
 def test_a_random_model_writes_parseable_skills_under_structured_decoding(tiny_policy):
     # the closing quote and blanks are banned below a field's words, loops are banned, and when
     # the budget left is short only new words may follow: every answer of the random model parses
-    from seed_gym.trainer.analyzer import structured_generate_fn
-    from seed_gym.trainer.engines import HFEngine
+    from seed_gym.trainer.algorithms.seed.analyzer import structured_generate_fn
+    from seed_gym.trainer.backends.engines import HFEngine
 
     engine = HFEngine(tiny_policy.model, tiny_policy.tokenizer)
     chats = [
@@ -382,7 +382,7 @@ def test_a_random_model_writes_parseable_skills_under_structured_decoding(tiny_p
 
 
 def test_loop_starts_and_vocabulary_roles(tiny_policy):
-    from seed_gym.trainer.analyzer import loop_starts, vocabulary_roles
+    from seed_gym.trainer.algorithms.seed.analyzer import loop_starts, vocabulary_roles
 
     assert loop_starts([5, 7, 7]) == [7]  # "7 7" -> a third 7 would loop
     assert loop_starts([1, 2, 1, 2]) == [1]  # "1 2 1 2" -> a third "1 2"
@@ -409,13 +409,13 @@ def test_loop_starts_and_vocabulary_roles(tiny_policy):
     ],
 )
 def test_skill_kind(text, kind):
-    from seed_gym.trainer.analyzer import skill_kind
+    from seed_gym.trainer.algorithms.seed.analyzer import skill_kind
 
     assert skill_kind(text) == kind
 
 
 def test_kind_shares_count_lost_avoidance_and_won_workflow():
-    from seed_gym.trainer.analyzer import kind_shares
+    from seed_gym.trainer.algorithms.seed.analyzer import kind_shares
 
     won, lost = traj([], won=True), traj([], won=False)
     skills = [Skill("s", "repeat the workflow that worked: a b c"),

@@ -9,8 +9,8 @@ import pytest
 from conftest import import_example
 
 import seed_gym
-from seed_gym.trainer.analyzer import analyzer_messages, parse_skill_json
-from seed_gym.trainer.annotators import OpenAIAnnotator, PrivilegedAnnotator
+from seed_gym.trainer.algorithms.seed.analyzer import analyzer_messages, parse_skill_json
+from seed_gym.trainer.algorithms.seed.annotators import OpenAIAnnotator, PrivilegedAnnotator
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.spec import AgentSpec, parse_think_action
 
@@ -181,7 +181,7 @@ def server():
         [
             sys.executable,
             "-m",
-            "seed_gym.trainer.openai_server",
+            "seed_gym.tools.openai_server",
             "--model",
             "tiny",
             "--port",
@@ -216,8 +216,8 @@ def test_server_models_and_errors(server):
 
 
 def test_server_greedy_matches_the_local_model(server):
-    from seed_gym.trainer.chat_generate import chat_complete
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.tools.chat_generate import chat_complete
+    from seed_gym.trainer.backends.models import load_policy
 
     chat = [{"role": "user", "content": "Your task is to: push the box. <action>"}]
     ann = OpenAIAnnotator(server, "tiny", max_tokens=16)
@@ -249,7 +249,7 @@ def test_unreachable_endpoint_counts_failures_and_yields_none():
 
 
 def test_static_skill_bank(tmp_path):
-    from seed_gym.trainer.annotators import StaticSkillAnnotator
+    from seed_gym.trainer.algorithms.seed.annotators import StaticSkillAnnotator
 
     bank = {
         "pick": "Take the object before going to the target.",

@@ -25,8 +25,8 @@ if not torch.distributed.is_available():  # pragma: no cover
 
 from conftest import run_metrics  # noqa: E402
 
+from seed_gym.trainer.backends.distributed import DistContext, init_distributed  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, tiny  # noqa: E402
-from seed_gym.trainer.distributed import DistContext, init_distributed  # noqa: E402
 
 # A one-turn env where a random tiny model wins about half the time (GRPO gets a signal), and a
 # hook that keeps each rank's final parameters (only rank 0 writes the run directory).
@@ -218,7 +218,7 @@ def test_fsdp_matches_one_process_shards_the_state_and_resumes_exactly(tmp_path)
     assert [m["iteration"] for m in run_metrics(tmp_path / "part")] == [1, 2, 3]
     wp = _weights(tmp_path / "part" / "model")
     assert all(torch.equal(wp[k], w2[k]) for k in w2)
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     assert load_policy(str(tmp_path / "fsdp" / "model")).model.num_parameters() > 0
 

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seed_gym.trainer.engines import (  # noqa: E402
+from seed_gym.trainer.backends.engines import (  # noqa: E402
     Generation,
     HFEngine,
     RolloutEngine,
@@ -15,13 +15,13 @@ from seed_gym.trainer.engines import (  # noqa: E402
     left_pad,
     sample_tokens,
 )
-from seed_gym.trainer.logprobs import (  # noqa: E402
+from seed_gym.trainer.backends.logprobs import (  # noqa: E402
     pack,
     packed_logprobs,
     response_logprobs,
     shared_prefix_len,
 )
-from seed_gym.trainer.models import load_policy  # noqa: E402
+from seed_gym.trainer.backends.models import load_policy  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from conftest import GUESS_ID, ROOT, import_example
 
 import seed_gym
 from seed_gym.evaluate import evaluate
-from seed_gym.trainer.model_policy import weights_sha256
-from seed_gym.trainer.models import state_dict_sha256
+from seed_gym.tools.model_policy import weights_sha256
+from seed_gym.trainer.backends.models import state_dict_sha256
 
 pytest.importorskip("transformers")
 import_example()
@@ -55,7 +55,7 @@ def actions_of(tmp_path, name):
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     """The tiny model saved as a Hugging Face folder (what model:PATH loads)."""
-    from seed_gym.trainer.models import load_policy, save_policy
+    from seed_gym.trainer.backends.models import load_policy, save_policy
 
     path = tmp_path_factory.mktemp("tiny-model")
     save_policy(load_policy("tiny"), path)
@@ -74,7 +74,7 @@ def test_model_policy_batching_does_not_change_episodes(tmp_path):
 
 
 def test_model_path_matches_in_memory_model_and_records_its_hash(tmp_path, tiny_folder):
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     mem = tiny_eval(tmp_path, "mem", options={"temperature": 1.0})
     disk = tiny_eval(tmp_path, "disk", policy=f"model:{tiny_folder}", options={"temperature": 1.0})
@@ -95,7 +95,7 @@ def test_model_path_matches_in_memory_model_and_records_its_hash(tmp_path, tiny_
 def test_weights_hash_changes_with_the_weights(tmp_path, tiny_folder):
     import shutil
 
-    from seed_gym.trainer.models import load_policy, save_policy
+    from seed_gym.trainer.backends.models import load_policy, save_policy
 
     before = weights_sha256(tiny_folder)
     other = tmp_path / "other"
@@ -162,8 +162,8 @@ def test_game_policy_trajectories_embed_images(tmp_path):
 # --- openai:URL against the bundled OpenAI-compatible server --------------------------------------
 @pytest.fixture(scope="module")
 def server():
-    from seed_gym.trainer.models import load_policy
-    from seed_gym.trainer.openai_server import ChatBackend, serve
+    from seed_gym.tools.openai_server import ChatBackend, serve
+    from seed_gym.trainer.backends.models import load_policy
 
     policy = load_policy("tiny")
     srv = serve(ChatBackend(policy.model, policy.tokenizer, "tiny-served"))

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seed_gym.trainer.gpu_check import Row, check_train, table  # noqa: E402
+from seed_gym.tools.gpu_check import Row, check_train, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -126,8 +126,8 @@ SKILL = "Answer with the single letter e."
 def _skill_aware_model(path) -> str:
     """The tiny model taught that the skill means "say e": under the skill P(e) ~ 0.99, under the
     plain prompt ~ 0.4. A teacher-student gap, which OPD should close."""
-    from seed_gym.trainer.models import load_policy, save_policy
-    from seed_gym.trainer.sft import sft_train
+    from seed_gym.trainer.algorithms.seed.stage1 import sft_train
+    from seed_gym.trainer.backends.models import load_policy, save_policy
     from seed_gym.wrappers.skill import insert_skill
 
     policy = load_policy("tiny", seed=0)

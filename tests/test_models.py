@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seed_gym.trainer.models import (  # noqa: E402
+from seed_gym.trainer.backends.models import (  # noqa: E402
     EOS_TOKEN,
     autocast,
     load_policy,
@@ -90,7 +90,7 @@ def test_bf16_autocast_flag():
 def test_smollm2_from_the_wheel():
     """Converts the GGUF once (about a minute, cached afterwards) and answers in ChatML."""
     pytest.importorskip("gguf")
-    from seed_gym.trainer.models import smollm2_gguf
+    from seed_gym.trainer.backends.models import smollm2_gguf
 
     try:
         smollm2_gguf()

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from seed_gym.trainer.backends.plan import GB, Budget, ModelShape, memory_plan  # noqa: E402
 from seed_gym.trainer.config import PRESETS, parse_args  # noqa: E402
-from seed_gym.trainer.plan import GB, Budget, ModelShape, memory_plan  # noqa: E402
 
 # the published configs (Qwen/Qwen2.5-3B-Instruct, Qwen/Qwen2.5-7B-Instruct config.json)
 QWEN = {
@@ -109,7 +109,7 @@ TINY_REPO = "seedgym-test/tiny-llama"
 def test_hub_ids_load_from_the_cache_offline(tmp_path):
     """A tiny model saved into a Hugging Face cache layout under a made-up repo id loads by id
     with HF_HUB_OFFLINE=1; an id that is not cached is one line naming it."""
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     policy = load_policy("tiny", seed=0)
     commit = "0123456789abcdef0123456789abcdef01234567"
@@ -121,7 +121,7 @@ def test_hub_ids_load_from_the_cache_offline(tmp_path):
     (repo / "refs" / "main").write_text(commit)
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     code = (
-        "from seed_gym.trainer.models import load_policy\n"
+        "from seed_gym.trainer.backends.models import load_policy\n"
         f"p = load_policy({TINY_REPO!r})\n"
         "print(p.model.config.hidden_size, p.model.num_parameters())\n"
     )

@@ -48,9 +48,9 @@ def train_args(out: Path, algo: str, seed: int) -> list[str]:
 def write_seed_trajectories(run_dir: Path, iteration: int) -> list:
     """Real tiny-model rollouts on the run's env, written with a synthetic skill per trajectory
     and teacher logprobs = student logprobs + a known per-token shift."""
+    from seed_gym.trainer.backends.engines import HFEngine
+    from seed_gym.trainer.backends.models import load_policy
     from seed_gym.trainer.collect import SamplingParams, collect
-    from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.models import load_policy
     from seed_gym.wrappers.pool import make_group_pool
 
     policy = load_policy("tiny")
@@ -171,7 +171,7 @@ def test_write_trajectories_rejects_misaligned_inputs(bench, tmp_path):
 
 
 def _tok():
-    from seed_gym.trainer.models import tiny_tokenizer
+    from seed_gym.trainer.backends.models import tiny_tokenizer
 
     return tiny_tokenizer()
 

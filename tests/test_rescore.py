@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seed_gym.trainer.rescore import (
+from seed_gym.trainer.algorithms.seed.rescore import (
     flatten_with_skills,
     mean_teacher_gap,
     teacher_inputs,
@@ -119,7 +119,7 @@ def test_no_skill_inserts_nothing(skill):
 # --- teacher_logprobs on the tiny policy ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def policy():
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     return load_policy("tiny")
 
@@ -127,8 +127,8 @@ def policy():
 def make_sample(
     policy, task: str, response: str, *, tail: str = "Now it's your turn."
 ) -> StepSample:
-    from seed_gym.trainer.engines import encode_chat
-    from seed_gym.trainer.logprobs import response_logprobs
+    from seed_gym.trainer.backends.engines import encode_chat
+    from seed_gym.trainer.backends.logprobs import response_logprobs
 
     messages = [{"role": "user", "content": f"You are an agent. Your task is to: {task}\n{tail}"}]
     prompt_ids = encode_chat(policy.tokenizer, messages)
@@ -184,7 +184,7 @@ def test_response_ids_identical_between_plain_and_skill_prompts(policy, samples)
 
 
 def test_empty_skill_reproduces_the_plain_logprobs_exactly(policy, samples):
-    from seed_gym.trainer.logprobs import response_logprobs
+    from seed_gym.trainer.backends.logprobs import response_logprobs
 
     plain, _ = response_logprobs(
         policy.model,

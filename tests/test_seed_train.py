@@ -19,8 +19,9 @@ pytest.importorskip("transformers")
 
 from conftest import checkpoint_params, deterministic_metrics, run_metrics  # noqa: E402
 
-from seed_gym.trainer import analyzer  # noqa: E402
-from seed_gym.trainer.config import ALGOS, TrainConfig, tiny  # noqa: E402
+from seed_gym.trainer.algorithms import ALGORITHMS as ALGOS  # noqa: E402
+from seed_gym.trainer.algorithms.seed import analyzer  # noqa: E402
+from seed_gym.trainer.config import TrainConfig, tiny  # noqa: E402
 from seed_gym.trainer.train import main as train_main  # noqa: E402
 from seed_gym.trainer.train import train  # noqa: E402
 
@@ -90,7 +91,7 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path, capsys):
         assert m["analyzer/parse_rate"] >= 0.9 and m["opd/active_ratio"] > 0
         assert {"opd/skill_gap", "opd/skill_gap_lost", "opd/grad_norm_teacher"} <= set(m)
     assert lines[1]["train/env_steps_total"] == sum(m["rollout/env_steps"] for m in lines)
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     start = load_policy(stage1["model"]).model.state_dict()
     end = checkpoint_params(out)
@@ -99,14 +100,14 @@ def test_seed_cli_runs_stage1_then_stage2(tmp_path, capsys):
         "iter_000001.jsonl",
         "iter_000002.jsonl",
     ]
-    from seed_gym.trainer.skill_log import SkillLog
+    from seed_gym.trainer.algorithms.seed.skill_log import SkillLog
 
     for rec in SkillLog(out).read(1):
         assert rec["skill"] is None or len(rec["skill"].split()) >= 5
 
 
 def test_stage1_is_cached_and_shared_by_runs(tmp_path, monkeypatch):
-    from seed_gym.trainer import sft
+    from seed_gym.trainer.algorithms.seed import stage1 as sft
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
     built = []
@@ -140,14 +141,14 @@ def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer)
         assert m["analyzer/parse_rate"] == 1.0 and m["train/adv_abs_mean"] == 0.0
         assert m["opd/teacher_tokens"] > 0 and 0.0 < m["opd/gate_mean"] < 1.0
         assert 0.0 <= m["opd/active_ratio"] <= 1.0 and m["opd/loss"] != 0.0
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     start = load_policy("tiny", seed=cfg.seed).model.state_dict()
     end = checkpoint_params(run)
     assert any(not torch.equal(start[k], end[k]) for k in end)
     assert canned_analyzer == [4, 4]  # B*G trajectories per iteration, no retries needed
 
-    from seed_gym.trainer.skill_log import SkillLog
+    from seed_gym.trainer.algorithms.seed.skill_log import SkillLog
 
     records = SkillLog(run).read(2)
     assert len(records) == 4 and all(r["iteration"] == 2 for r in records)
@@ -256,9 +257,9 @@ def test_skill_grpo_resume_keeps_actor_skills(tmp_path, canned_analyzer):
 
 
 def test_opsd_takes_privileged_info_at_reset(tmp_path):
+    from seed_gym.trainer.backends.engines import HFEngine
+    from seed_gym.trainer.backends.models import load_policy
     from seed_gym.trainer.collect import SamplingParams, collect
-    from seed_gym.trainer.engines import HFEngine
-    from seed_gym.trainer.models import load_policy
     from seed_gym.wrappers.pool import make_group_pool
 
     policy = load_policy("tiny")
@@ -285,7 +286,7 @@ def test_opsd_takes_privileged_info_at_reset(tmp_path):
         assert info["solution_length"] == info["optimal_from_start"] == len(info["solution"])
     assert trajs[0].privileged == trajs[1].privileged  # one group: same task and seed
     # the skill sits in the actor prompt of group 0 only, and the stored ids encode it
-    from seed_gym.trainer.engines import encode_chat
+    from seed_gym.trainer.backends.engines import encode_chat
 
     for t in trajs:
         text = t.steps[0].messages[-1]["content"]
@@ -295,8 +296,8 @@ def test_opsd_takes_privileged_info_at_reset(tmp_path):
 
 
 def test_sft_cli_writes_dataset_meta_and_model(tmp_path):
+    from seed_gym.trainer.algorithms.seed.stage1 import read_jsonl
     from seed_gym.trainer.sft import main as sft_main
-    from seed_gym.trainer.sft import read_jsonl
 
     out = tmp_path / "s1"
     argv = ["--env", "seed_gym/EZPoints-v0", "--preset", "tiny", "--out", str(out)]

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import seed_gym
-from seed_gym.trainer.analyzer import Skill, analyzer_messages, parse_skill_json
-from seed_gym.trainer.annotators import PrivilegedAnnotator
-from seed_gym.trainer.sft import (
+from seed_gym.trainer.algorithms.seed.analyzer import Skill, analyzer_messages, parse_skill_json
+from seed_gym.trainer.algorithms.seed.annotators import PrivilegedAnnotator
+from seed_gym.trainer.algorithms.seed.stage1 import (
     accept_skill,
     answer_nll,
     balance_outcomes,
@@ -208,7 +208,7 @@ def test_balance_outcomes_repeats_the_rarer_side():
 # --- SFT on the tiny policy -----------------------------------------------------------------------
 @pytest.fixture()
 def policy():
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     return load_policy("tiny", seed=1)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from seed_gym.trainer.skill_effect import control_skills, skill_gap_metrics
+from seed_gym.trainer.algorithms.seed.skill_effect import control_skills, skill_gap_metrics
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.trainer.update import gradient_probe
 

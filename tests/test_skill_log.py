@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from seed_gym.trainer.analyzer import Skill
-from seed_gym.trainer.skill_log import SkillLog, skill_records
+from seed_gym.trainer.algorithms.seed.analyzer import Skill
+from seed_gym.trainer.algorithms.seed.skill_log import SkillLog, skill_records
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 
 

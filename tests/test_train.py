@@ -14,8 +14,8 @@ from conftest import checkpoint_params, deterministic_metrics, run_metrics  # no
 
 import seed_gym  # noqa: E402
 from seed_gym.splits import SplitManifest  # noqa: E402
+from seed_gym.trainer.backends.models import bf16_is_fast  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny  # noqa: E402
-from seed_gym.trainer.models import bf16_is_fast  # noqa: E402
 from seed_gym.trainer.run_state import load_checkpoint  # noqa: E402
 from seed_gym.trainer.train import main, task_batch, train  # noqa: E402
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
@@ -70,7 +70,7 @@ def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     # the random model never writes a valid <action>, so returns tie and advantages vanish; the
     # entropy bonus still moves the weights through the whole pipeline
     cfg = _cfg(tmp_path, "sokoban", env="seed_gym/Sokoban-v0", ent_coef=0.01, eval_splits=("seen",))
-    from seed_gym.trainer.models import load_policy
+    from seed_gym.trainer.backends.models import load_policy
 
     init = {k: v.clone() for k, v in load_policy("tiny", seed=cfg.seed).model.state_dict().items()}
     last = train(cfg)
@@ -189,7 +189,7 @@ def test_eval_cache_key_covers_every_weight_and_unreadable_entries_are_recompute
     import torch
 
     from seed_gym.trainer import eval_cache
-    from seed_gym.trainer.models import load_policy, state_dict_sha256
+    from seed_gym.trainer.backends.models import load_policy, state_dict_sha256
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path / "cache"))
     cfg, model = _cfg(tmp_path, "k"), load_policy("tiny", seed=0).model
@@ -233,7 +233,7 @@ def test_config_invariants():
 def test_smollm2_smoke(tmp_path):
     """One short GRPO iteration with the real SmolLM2 (about a minute or two on 2 cores)."""
     pytest.importorskip("gguf")
-    from seed_gym.trainer.models import smollm2_gguf
+    from seed_gym.trainer.backends.models import smollm2_gguf
 
     try:
         smollm2_gguf()

@@ -17,12 +17,12 @@ from conftest import checkpoint_params  # noqa: E402
 
 import seed_gym  # noqa: E402
 from seed_gym.images import IMAGE_PLACEHOLDER as IMAGE_TOKEN  # noqa: E402
+from seed_gym.trainer.algorithms.seed.rescore import teacher_logprobs  # noqa: E402
+from seed_gym.trainer.backends.engines import HFEngine  # noqa: E402
+from seed_gym.trainer.backends.image_inputs import encode_image_prompt, image_inputs  # noqa: E402
+from seed_gym.trainer.backends.logprobs import response_logprobs  # noqa: E402
+from seed_gym.trainer.backends.models import load_policy, save_policy  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, parse_args, tiny_vlm  # noqa: E402
-from seed_gym.trainer.engines import HFEngine  # noqa: E402
-from seed_gym.trainer.image_inputs import encode_image_prompt, image_inputs  # noqa: E402
-from seed_gym.trainer.logprobs import response_logprobs  # noqa: E402
-from seed_gym.trainer.models import load_policy, save_policy  # noqa: E402
-from seed_gym.trainer.rescore import teacher_logprobs  # noqa: E402
 from seed_gym.trainer.train import train  # noqa: E402
 from seed_gym.trainer.trajectory import StepSample  # noqa: E402
 from seed_gym.wrappers.skill import insert_skill  # noqa: E402

@@ -16,10 +16,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from seed_gym.trainer.engines import HFEngine  # noqa: E402
-from seed_gym.trainer.logprobs import response_logprobs  # noqa: E402
-from seed_gym.trainer.models import apply_lora, tiny_model, tiny_tokenizer  # noqa: E402
-from seed_gym.trainer.vllm_engine import VLLMEngine, hf_weights  # noqa: E402
+from seed_gym.trainer.backends.engines import HFEngine  # noqa: E402
+from seed_gym.trainer.backends.logprobs import response_logprobs  # noqa: E402
+from seed_gym.trainer.backends.models import apply_lora, tiny_model, tiny_tokenizer  # noqa: E402
+from seed_gym.trainer.backends.vllm_engine import VLLMEngine, hf_weights  # noqa: E402
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
@@ -180,7 +180,11 @@ def test_structured_outputs_give_schema_valid_analyzer_answers(tiny):
     # a random model under vLLM's structured outputs: every answer is the analyzer's JSON object
     import json
 
-    from seed_gym.trainer.analyzer import SKILL_FIELDS, skill_schema, structured_generate_fn
+    from seed_gym.trainer.algorithms.seed.analyzer import (
+        SKILL_FIELDS,
+        skill_schema,
+        structured_generate_fn,
+    )
 
     engine, _, _ = tiny
     for text in engine.generate_json(PROMPTS, skill_schema(20), max_new_tokens=80):
@@ -214,7 +218,7 @@ def test_bad_arguments(tiny):
 @pytest.mark.slow
 @needs_vllm
 def test_smollm2_logprobs_match_hf():
-    from seed_gym.trainer.models import load_policy, smollm2_dir
+    from seed_gym.trainer.backends.models import load_policy, smollm2_dir
 
     # the folder is keyed by the transformers version that converted it; the vLLM venv may carry
     # another version, and any converted folder holds the same weights

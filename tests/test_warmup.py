@@ -79,7 +79,7 @@ def test_bad_settings_are_refused():
 
 @pytest.mark.parametrize("env_id", ["seed_gym/EZPoints-v0", "seed_gym/Sokoban-v0"])
 def test_analyzer_rows_are_the_privileged_skills_of_played_episodes(env_id):
-    from seed_gym.trainer.analyzer import analyzer_instruction, parse_skill_json
+    from seed_gym.trainer.algorithms.seed.analyzer import analyzer_instruction, parse_skill_json
 
     rows = analyzer_demonstrations(env_id, "train", 4, seed=0, noise=0.0)
     assert len(rows) == 4 and {r["provenance"]["source"] for r in rows} == {"analyzer"}
@@ -138,8 +138,8 @@ def test_reasoning_reads_only_the_observation():
 def test_warmup_lowers_the_completion_loss_of_the_tiny_model():
     import torch
 
-    from seed_gym.trainer.models import load_policy
-    from seed_gym.trainer.sft import answer_nll, encode_row
+    from seed_gym.trainer.algorithms.seed.stage1 import answer_nll, encode_row
+    from seed_gym.trainer.backends.models import load_policy
 
     torch.set_num_threads(1)
     rows = demonstrations("seed_gym/EZPoints-v0", "train", 3, seed=0, noise=0.0)
@@ -187,8 +187,8 @@ def test_train_starts_from_the_warmed_model(tmp_path, monkeypatch):
     the warmed folder's weights, not the seeded tiny model's."""
     import torch
 
+    from seed_gym.trainer.backends.models import load_policy
     from seed_gym.trainer.config import TrainConfig, tiny
-    from seed_gym.trainer.models import load_policy
     from seed_gym.trainer.train import train
     from seed_gym.trainer.warmup import warmup_dir
 
@@ -254,8 +254,8 @@ def test_bf16_warmup_trains_the_weights_it_saves():
     the warm-up must match a fresh fp32 measurement of the final weights."""
     import torch
 
-    from seed_gym.trainer.models import load_policy
-    from seed_gym.trainer.sft import answer_nll, encode_row, split_rows
+    from seed_gym.trainer.algorithms.seed.stage1 import answer_nll, encode_row, split_rows
+    from seed_gym.trainer.backends.models import load_policy
 
     torch.set_num_threads(1)
     rows = demonstrations("seed_gym/EZPoints-v0", "train", 4, seed=0, noise=0.0)

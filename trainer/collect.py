@@ -18,7 +18,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from seed_gym.seeding import derive_seed
-from seed_gym.trainer.engines import RolloutEngine
+from seed_gym.trainer.backends.engines import RolloutEngine
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.skill import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 

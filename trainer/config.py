@@ -13,7 +13,8 @@ A preset is a function returning a ``TrainConfig``; command-line flags override 
 so ``--resume --iterations 20`` continues the same run for longer. A ``config.json`` written
 before the groups (seed-gym <= 0.3: one flat object) still loads.
 
-New algorithms are a class in ``algorithms.py`` (named there) and add their fields to a group here.
+Algorithms are plug-ins (``trainer/algorithms``): each checks the fields it reads in its
+``check(cfg)``; an algorithm outside the package takes its options from ``--algo-arg KEY=VALUE``.
 """
 
 from __future__ import annotations
@@ -30,13 +31,12 @@ from typing import Annotated, Any
 
 import tyro
 
-from seed_gym.registration import parse_env_kwargs
+from seed_gym.registration import import_env_modules, parse_env_kwargs
 from seed_gym.splits import SPLITS
 from seed_gym.trainer.algorithms import ALGORITHMS
-from seed_gym.trainer.models import bf16_is_fast
+from seed_gym.trainer.backends.models import bf16_is_fast
 
-# algorithm name -> one-line description (the classes are in algorithms.py)
-ALGOS: dict[str, str] = {name: cls.description for name, cls in ALGORITHMS.items()}
+# algorithm name -> one-line description (the classes are in trainer/algorithms)
 ENGINES = ("hf", "vllm")
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
@@ -200,7 +200,7 @@ class OPDConfig:
 
 @dataclass
 class Stage1Config:
-    """SEED Stage 1, the analyzer SFT before RL (seed, skill-grpo; ``trainer/sft.py``)."""
+    """SEED Stage 1, the analyzer SFT before RL (seed, skill-grpo; ``trainer/algorithms/seed/stage1.py``)."""
 
     skip: Annotated[bool, flag("no_sft")] = False
     """skip Stage 1 (the policy analyzes from the start without SFT)"""
@@ -408,7 +408,11 @@ class TrainConfig:
     history: int | None = None
     """past turns shown in the prompt; None: the env's agent-spec default"""
     algo: str = "grpo"
-    """algorithm: one of ALGOS (grpo, prompt, ...)"""
+    """algorithm: grpo, seed, skill-grpo, static-skills, opsd, prompt, or one an ``--import`` file
+    registers (``trainer/algorithms``)"""
+    algo_arg: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
+    """an option of the algorithm KEY=VALUE, repeatable (VALUE is JSON when it parses): how an
+    algorithm outside the package takes its settings; kept in config.json for --resume"""
     out: str = "runs/default"
     """run directory: config, metrics, TensorBoard events, checkpoints all go here"""
     resume: bool = False
@@ -437,6 +441,11 @@ class TrainConfig:
     system: SystemConfig = field(default_factory=SystemConfig)
 
     @property
+    def algo_kwargs(self) -> dict[str, Any]:
+        """``algo_arg`` as keyword options of the algorithm (``--algo-arg KEY=VALUE``)."""
+        return parse_env_kwargs(self.algo_arg)
+
+    @property
     def env_kwargs(self) -> dict[str, Any]:
         """``env_kwarg`` as constructor keyword arguments."""
         return parse_env_kwargs(self.env_kwarg)
@@ -446,19 +455,17 @@ class TrainConfig:
         self.imports = tuple(self.imports)  # config.json stores a list
         self.env_kwarg = tuple(self.env_kwarg)
         parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
-        if self.algo not in ALGOS:
-            raise ValueError(f"unknown algo {self.algo!r}; choose one of {sorted(ALGOS)}")
+        self.algo_arg = tuple(self.algo_arg)
+        parse_env_kwargs(self.algo_arg)
+        if self.algo not in ALGORITHMS:
+            raise ValueError(
+                f"unknown algo {self.algo!r}; choose one of {sorted(ALGORITHMS)} (or --import "
+                "the file that registers it)"
+            )
         _at_least_one(self, "iterations")
         if self.lora_r < 0:
             raise ValueError(f"lora_r must be >= 0, got {self.lora_r}")
-        algorithm = ALGORITHMS[self.algo]
-        if algorithm.trains and self.rollout.group_size < 2:
-            raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
-        if (self.opd.positive_only or self.opd.teacher_advantage) and not algorithm.distills:
-            teachers = sorted(n for n, c in ALGORITHMS.items() if c.distills)
-            raise ValueError(
-                f"positive_only / teacher_advantage need a teacher: algo in {teachers}"
-            )
+        ALGORITHMS[self.algo].check(self)  # what the algorithm reads, it checks
 
     # --- flags and serialisation --------------------------------------------------------------
     def replace(self, **changes: Any) -> TrainConfig:
@@ -503,8 +510,11 @@ class TrainConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> TrainConfig:
-        """A run's ``config.json``; a flat one from before 0.2 gets ``LEGACY_DEFAULTS``."""
+        """A run's ``config.json`` (its ``--import`` files imported first, so the envs and
+        algorithms they register are known); a flat one from before 0.2 gets ``LEGACY_DEFAULTS``."""
         d = json.loads(Path(path).read_text())
+        if isinstance(d, dict):
+            import_modules(list(d.get("imports") or []), f"{path}: imports")
         if not any(isinstance(d.get(g), dict) for g in GROUPS):  # written by seed-gym <= 0.3
             d = {**LEGACY_DEFAULTS, **d}
         return cls.from_dict(d)
@@ -692,6 +702,15 @@ for _env in PAPER_ENVS:
     PRESETS[f"paper-{_env}"] = functools.partial(paper, _env)
 
 
+def import_modules(modules: list[str], what: str) -> None:
+    """Import the ``--import`` modules or ``.py`` files (they register envs and algorithms);
+    one that cannot be imported ends the command with one line."""
+    try:
+        import_env_modules(list(modules))
+    except (ImportError, FileNotFoundError, SyntaxError) as e:
+        raise SystemExit(f"{what}: cannot import {modules}: {e}") from None
+
+
 # --- CLI ----------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> TrainConfig:
     """``--preset NAME`` (or, with ``--resume``, the run's saved config) then field overrides."""
@@ -699,7 +718,10 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
     pre.add_argument("--preset", default=None)
     pre.add_argument("--out", default=None)
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--import", "--imports", dest="imports", action="append", default=[])
     known, _ = pre.parse_known_args(argv)
+    # user envs and algorithms register before the config names them
+    import_modules(known.imports, "seed-gym train: --import")
     base = TrainConfig()
     if known.resume:
         if known.out is None:

@@ -1,5 +1,5 @@
 """A training run's setup: the run directory, processes, the starting policy (format warm-up,
-then SEED Stage 1 for the self-analyzing algorithms), engine, algorithm, optimizer and KL
+then the algorithm's own start: SEED's Stage 1), engine, algorithm, optimizer and KL
 reference, the checkpoint a resumed run restores, and the final export. The loop that uses it
 is ``train.py``."""
 
@@ -19,8 +19,7 @@ import torch
 
 from seed_gym.registration import env_args_problem, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
-from seed_gym.trainer.config import TrainConfig
-from seed_gym.trainer.distributed import (
+from seed_gym.trainer.backends.distributed import (
     NullLogger,
     full_state_dict,
     init_distributed,
@@ -28,9 +27,8 @@ from seed_gym.trainer.distributed import (
     resolve_device,
     shard_model,
 )
-from seed_gym.trainer.engines import HFEngine
-from seed_gym.trainer.model_cache import here, in_child
-from seed_gym.trainer.models import (
+from seed_gym.trainer.backends.engines import HFEngine
+from seed_gym.trainer.backends.models import (
     VLM_BUILDERS,
     LoadedModel,
     build_smollm2,
@@ -38,10 +36,11 @@ from seed_gym.trainer.models import (
     model_dir,
     save_policy,
 )
+from seed_gym.trainer.backends.plan import ModelShape, measure_budget, memory_plan, vllm_share
+from seed_gym.trainer.config import TrainConfig
+from seed_gym.trainer.model_cache import here, in_child
 from seed_gym.trainer.phases import PhaseMeter
-from seed_gym.trainer.plan import ModelShape, measure_budget, memory_plan, vllm_share
 from seed_gym.trainer.run_state import Logger, load_checkpoint, truncate_metrics
-from seed_gym.trainer.sft import stage1_model
 from seed_gym.trainer.update import reference_logprobs
 from seed_gym.trainer.warmup import warmup_for_config
 
@@ -127,9 +126,8 @@ def start_run(cfg: TrainConfig) -> Run:
         with setup.phase("warmup"):
             base = str(warmup_for_config(cfg, threads=cfg.system.warmup_threads, build=build))
     if algorithm.trains:
-        with setup.phase("stage1"):
-            sft = stage1_model(cfg.replace(model=base), run_dir, device,
-                               self_analyzes=algorithm.self_analyzes, build=build)  # fmt: skip
+        with setup.phase("stage1"):  # the algorithm's own start (SEED: its Stage 1), or none
+            sft = algorithm.start_model(cfg, base, run_dir, device, build)
         if sft is None:
             setup.forget("stage1")
         cfg = cfg.replace(sft_model=sft)
@@ -196,7 +194,7 @@ def build_policy(
         if cfg.optim.kl_coef > 0:
             reference = reference_logprobs(model, ref, cfg)
     engine = make_engine(cfg, policy, sampler, source, dist)
-    algorithm.bind(engine, policy.tokenizer)
+    algorithm.bind(engine, policy)
     return policy, engine, optimizer, reference
 
 
@@ -209,7 +207,7 @@ def make_engine(cfg: TrainConfig, policy: LoadedModel, sampler: Any, source: str
             sampler, policy.tokenizer, max_batch=cfg.rollout.gen_batch, autocast_bf16=cfg.bf16,
             processor=policy.processor,
         )  # fmt: skip
-    from seed_gym.trainer.vllm_engine import VLLMEngine  # the vllm extra
+    from seed_gym.trainer.backends.vllm_engine import VLLMEngine  # the vllm extra
 
     folder = build_smollm2() if source == "smollm2" else model_dir(source)
     share = cfg.system.vllm_gpu_memory_utilization

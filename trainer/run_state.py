@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from seed_gym.stats import bootstrap_ci, paired_difference
-from seed_gym.trainer.distributed import is_sharded
+from seed_gym.trainer.algorithms.seed.skill_log import SkillLog, skill_records
+from seed_gym.trainer.backends.distributed import is_sharded
 from seed_gym.trainer.phases import PhaseMeter, phase_rows, phase_table
-from seed_gym.trainer.skill_log import SkillLog, skill_records
 from seed_gym.trajlog import iteration_path, write_trajectories
 
 

@@ -3,12 +3,13 @@
     seed-gym train --algo seed --preset smollm2-cpu --out runs/ezpoints     # EZPoints, SmolLM2
     seed-gym train --out runs/ezpoints --resume --iterations 8            # continue the same run
 
-One iteration: rollout (B tasks x G copies, multi-turn) -> GRPO advantages -> [skills: the
-algorithm's (SEED: the policy analyzes its episodes) -> rescore (teacher logprobs under pi_old)]
--> update (PPO-clip + KL + entropy + lambda * gated OPD, ``update.py``) -> engine weight sync ->
-eval -> commit (checkpoint holding the metrics line, then the line). What differs between
-algorithms lives in ``algorithms.py``; the starting policy is the format warm-up (``warmup.py``)
-and, for the self-analyzing algorithms, SEED Stage 1 (``sft.py``) into RUN_DIR/stage1.
+One iteration: rollout (B tasks x G copies, multi-turn) -> the algorithm's skills (SEED: the
+policy analyzes its episodes) -> its teacher (SEED: the sampled tokens rescored under pi_old with
+the skill in the prompt) -> update (PPO-clip of the algorithm's advantages + KL + entropy + its
+extra term, ``update.py``) -> engine weight sync -> eval -> commit (checkpoint holding the
+metrics line, then the line). What differs between algorithms is one object
+(``trainer/algorithms``); the loop branches on none of them. The starting policy is the format
+warm-up (``warmup.py``), then the algorithm's own start (SEED: Stage 1, cached).
 
 Everything the run writes lives in RUN_DIR:
     config.json          the full config (``--resume`` starts from it)
@@ -19,7 +20,7 @@ Everything the run writes lives in RUN_DIR:
     trajectories/        iter_*.jsonl: every rollout (with skill and teacher logprobs for SEED)
     skills/              iter_*.jsonl: every skill with its trajectory, success and teacher gap
     evals/               iter_*-SPLIT.jsonl: every eval episode's outcome
-    stage1/              SEED Stage 1: dataset JSONL with provenance, stage1.json, model/
+    stage1/              SEED Stage 1: stage1.json (what it did; the model and rows are cached)
 
 Resume is exact: every random draw of an iteration (task order, env seeds, sampling, mini-batch
 shuffling) is derived from (seed, iteration), and model and optimizer states are restored, so a
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +40,13 @@ from tqdm.auto import tqdm
 from seed_gym.jsonl import write_jsonl
 from seed_gym.registration import agent_spec, split_manifest, task_ids
 from seed_gym.seeding import derive_seed
-from seed_gym.trainer.advantages import grpo_advantages
+from seed_gym.trainer.backends.logprobs import response_logprobs
+from seed_gym.trainer.backends.models import autocast, state_dict_sha256
+from seed_gym.trainer.backends.plan import dry_run
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import TrainConfig, parse_args
 from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
-from seed_gym.trainer.logprobs import response_logprobs
-from seed_gym.trainer.models import autocast, state_dict_sha256
 from seed_gym.trainer.phases import PhaseMeter
-from seed_gym.trainer.plan import dry_run
-from seed_gym.trainer.rescore import trajectory_teacher_logprobs
 from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
 from seed_gym.trainer.run_state import (
     eval_summary,
@@ -59,12 +57,11 @@ from seed_gym.trainer.run_state import (
     truncate_metrics,
     write_iteration_logs,
 )
-from seed_gym.trainer.skill_effect import control_skills, skill_gap_metrics
 from seed_gym.trainer.update import Sample, run_update
 from seed_gym.wrappers.pool import make_group_pool
 
 # purposes of derived seeds
-TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL, CONTROL = range(6)
+TASKS, ENV_SEEDS, SAMPLING, SHUFFLE, EVAL = range(5)  # (5: SEED's control, its rescore.py)
 
 
 def task_batch(task_ids: Sequence[str], seed: int, position: int, n: int) -> list[str]:
@@ -144,10 +141,10 @@ def run_eval(run: Run, iteration: int) -> dict[str, float]:
 
 
 def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
-    """Every step with a response, its advantage, its old logprobs (as sampled, or recomputed
-    with ``--recompute-old-logprobs``) and its teacher logprobs."""
+    """Every step with a response, its advantage (the algorithm's), its old logprobs (as sampled,
+    or recomputed with ``--recompute-old-logprobs``) and its teacher logprobs."""
     cfg = run.cfg
-    adv = grpo_advantages(trajs, mode=cfg.optim.advantage, std_normalize=cfg.optim.std_normalize)
+    adv = run.algorithm.advantages(trajs)
     teacher = teacher or [[None] * len(t.steps) for t in trajs]
     samples = [
         Sample(s, a, s.old_logprobs, t_lp)
@@ -166,41 +163,6 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
         for s, o in zip(samples, olds, strict=True):
             s.old_logprobs = o.tolist()
     return samples
-
-
-@dataclass
-class Rescored:
-    """What ``rescore`` measured: teacher logprobs per trajectory and step, each trajectory's mean
-    teacher gap, the ``opd/skill_gap*`` and ``opd/control_gap*`` metrics, and the shuffled
-    control itself (the trajectories it scored and their logprobs under the borrowed skills)."""
-
-    teacher: list
-    gaps: list
-    metrics: dict[str, float]
-    control_idx: list[int]
-    control: list
-
-
-def rescore(run: Run, spec: Any, trajs: list, skills: list, it: int) -> Rescored:
-    """Teacher logprobs (pi_old with each trajectory's skill in the prompt) and the skill's own
-    effect on the teacher (``skill_effect.py``): over every trajectory, and over a few scored
-    under another task's skill (the shuffled control, ``--skill-control``)."""
-    cfg, model = run.cfg, run.policy.model
-    tokenizer = run.policy.processor or run.policy.tokenizer
-
-    def score(some_trajs: list, some_skills: list) -> tuple[list, list]:
-        return trajectory_teacher_logprobs(cfg, model, tokenizer, spec, some_trajs, some_skills,
-                                           pad_id=run.policy.pad_id)  # fmt: skip
-
-    teacher, gaps = score(trajs, skills)
-    metrics = skill_gap_metrics(trajs, teacher)
-    rng = np.random.default_rng(derive_seed(cfg.seed, CONTROL, it))
-    idx, borrowed = control_skills(trajs, skills, n=cfg.opd.skill_control, rng=rng)
-    control = score([trajs[i] for i in idx], borrowed)[0] if idx else []
-    if idx:
-        chosen = [trajs[i] for i in idx]
-        metrics.update(skill_gap_metrics(chosen, control, prefix="opd/control_gap"))
-    return Rescored(teacher, gaps, metrics, idx, control)
 
 
 # --- the loop -------------------------------------------------------------------------------------
@@ -257,20 +219,20 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             if skills is None:  # an algorithm without skills has no analyze phase
                 meter.forget("analyze")
 
-            # --- rescore: the same response ids under pi_old with the skill in the prompt -----
-            teacher, gaps, skill_metrics = None, None, {}
-            if algo.distills:
-                with meter.phase("rescore"):
-                    scored = rescore(run, spec, trajs, skills, it)
-                teacher, gaps, skill_metrics = scored.teacher, scored.gaps, scored.metrics
+            # --- teacher: pi_old's logprobs of the sampled tokens in the algorithm's context -----
+            with meter.phase("rescore"):  # (SEED: the same ids with the skill in the prompt)
+                scored = algo.teacher(run.policy, spec, trajs, skills, it)
+            if scored is None:
+                meter.forget("rescore")
+            teacher = scored.per_step if scored else None
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
             with meter.phase("update"):
                 run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
                 samples = update_samples(run, trajs, teacher)
                 train_metrics = run_update(
-                    model, run.optimizer, samples, reference=run.reference,
-                    distill=algo.distills, cfg=cfg,
+                    model, run.optimizer, samples, reference=run.reference, terms=algo,
+                    teacher=scored is not None, cfg=cfg,
                     rng=np.random.default_rng(derive_seed(cfg.seed, SHUFFLE, it)),
                     pad_id=run.policy.pad_id, processor=run.policy.processor,
                     device=run.device, dist=dist,
@@ -282,11 +244,12 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             # --- log, eval, commit ------------------------------------------------------------
             metrics = {**rollout_metrics(trajs, prefix="rollout/"), **train_metrics}
             metrics.update(iteration_metrics(run, trajs, samples, analyzer_stats))
-            metrics.update(skill_metrics)
+            metrics.update(scored.metrics if scored else {})
             if dist.is_main:
                 write_iteration_logs(
                     run.run_dir, iteration, trajs, tokenizer=run.policy.tokenizer, skills=skills,
-                    teacher=teacher, gaps=gaps, trajectories=cfg.system.save_trajectories,
+                    teacher=teacher, gaps=scored.gaps if scored else None,
+                    trajectories=cfg.system.save_trajectories,
                     failures=failures,
                 )  # fmt: skip
                 if eval_due(cfg, iteration):

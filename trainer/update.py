@@ -11,28 +11,49 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from seed_gym.trainer.image_inputs import image_inputs
-from seed_gym.trainer.logprobs import pack, packed_logprobs, prompt_order
+from seed_gym.trainer.backends.image_inputs import image_inputs
+from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, prompt_order
+from seed_gym.trainer.backends.models import autocast
 from seed_gym.trainer.losses import (
     broadcast_to_tokens,
     entropy_bonus,
     kl_k3,
     masked_mean,
-    opd_loss,
     ppo_clip_loss,
-    teacher_advantages,
     token_mean,
 )
-from seed_gym.trainer.models import autocast
 from seed_gym.trainer.trajectory import StepSample
 
 
 # --- the loss -----------------------------------------------------------------------------------
+class LossTerms(Protocol):
+    """What an algorithm adds to the loss (``algorithms.base.Algorithm`` implements it)."""
+
+    def token_advantages(
+        self,
+        advantages: torch.Tensor,
+        *,
+        teacher_logprobs: torch.Tensor | None,
+        old_logprobs: torch.Tensor,
+        mask: torch.Tensor,
+    ) -> torch.Tensor: ...
+
+    def extra_loss(
+        self,
+        logprobs: torch.Tensor,
+        *,
+        teacher_logprobs: torch.Tensor | None,
+        response_mask: torch.Tensor,
+        teacher_mask: torch.Tensor | None,
+        num_teacher_tokens: float,
+    ) -> tuple[torch.Tensor | None, dict[str, float]]: ...
+
+
 def policy_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -45,62 +66,54 @@ def policy_loss(
     teacher_mask: torch.Tensor | None,
     num_tokens: float,
     num_teacher_tokens: float,
-    cfg: Any,
+    terms: LossTerms,
+    clip_low: float,
+    clip_high: float,
+    dual_clip: float | None,
+    ent_coef: float,
+    kl_coef: float,
 ) -> tuple[torch.Tensor, dict[str, float], dict[str, torch.Tensor]]:
-    """``L = PPO-clip(A) - ent_coef * H + kl_coef * KL_k3(pi || pi_ref) + lambda * L_opd``.
-
-    With ``cfg.opd.teacher_advantage`` (OPID) the teacher adds ``w * (teacher_lp - old_lp)`` to the
-    advantages instead of the OPD term. Token means divide by the mini-batch's ``num_tokens``
-    (OPD: ``num_teacher_tokens``), so micro-batches of one optimizer step add up.
+    """``L = PPO-clip(A') - ent_coef * H + kl_coef * KL_k3(pi || pi_ref) + extra``, where the
+    algorithm (``terms``) gives the token advantages A' (its ``token_advantages`` of the GRPO
+    advantages: OPID adds ``w * (teacher_lp - old_lp)``) and the extra term (``extra_loss``:
+    SEED's ``lambda * gated OPD``). Token means divide by the mini-batch's ``num_tokens``
+    (teacher terms: ``num_teacher_tokens``), so micro-batches of one optimizer step add up.
 
     logprobs, old_logprobs, advantages, response_mask, entropy, ref_logprobs, teacher_logprobs,
-    teacher_mask: [n, L]. ``cfg`` supplies the coefficients (``TrainConfig`` fields).
-    Returns the loss, its statistics (clip_frac, dual_clip_frac, approx_kl, entropy, kl_ref and
-    the ``opd/*`` metrics) and two of its parts as scalars with their graphs: ``"pg"``, the
-    PPO-clip loss of the GRPO advantages alone, and (with a teacher) ``"teacher"``, what the
-    teacher adds to the loss (``lambda * L_opd``, or OPID's change of the PPO-clip loss).
+    teacher_mask: [n, L]. Returns the loss, its statistics (clip_frac, dual_clip_frac,
+    approx_kl, entropy, kl_ref and the algorithm's) and two of its parts as scalars with their
+    graphs: ``"pg"``, the PPO-clip loss of the GRPO advantages alone, and (when the algorithm
+    changes the loss) ``"teacher"``, what it adds.
     """
     mask = response_mask  # [n, L]
-    teacher = teacher_logprobs is not None and float(teacher_mask.sum()) > 0
-    clip = {"clip_low": cfg.optim.clip_low, "clip_high": cfg.optim.clip_high,
-            "dual_clip": cfg.optim.dual_clip, "num_tokens": num_tokens}  # fmt: skip
+    clip = {"clip_low": clip_low, "clip_high": clip_high, "dual_clip": dual_clip,
+            "num_tokens": num_tokens}  # fmt: skip
     pg, stats = ppo_clip_loss(logprobs, old_logprobs, advantages, mask, **clip)
     loss, parts = pg, {"pg": pg}
-    if teacher and cfg.opd.teacher_advantage:  # OPID: A + w·(teacher − old)
-        boosted = teacher_advantages(
-            advantages,
-            teacher_logprobs,
-            old_logprobs,
-            teacher_mask * mask,
-            weight=cfg.opd.teacher_advantage_coef,
-            clip=cfg.opd.teacher_advantage_clip,
-        )  # [n, L]
-        loss, stats = ppo_clip_loss(logprobs, old_logprobs, boosted, mask, **clip)
+    teacher_tokens = None if teacher_mask is None else teacher_mask * mask  # [n, L]
+    tokens = terms.token_advantages(advantages, teacher_logprobs=teacher_logprobs,
+                                    old_logprobs=old_logprobs, mask=teacher_tokens)  # fmt: skip
+    if tokens is not advantages:  # [n, L]
+        loss, stats = ppo_clip_loss(logprobs, old_logprobs, tokens, mask, **clip)
         parts["teacher"] = loss - pg
     stats["entropy"] = float(masked_mean(entropy.detach(), mask))
-    if cfg.optim.ent_coef > 0:
-        loss = loss - cfg.optim.ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
+    if ent_coef > 0:
+        loss = loss - ent_coef * entropy_bonus(entropy, mask, num_tokens=num_tokens)
     if ref_logprobs is not None:
         kl = kl_k3(logprobs, ref_logprobs)  # [n, L]
-        loss = loss + cfg.optim.kl_coef * token_mean(kl, mask, num_tokens=num_tokens)
+        loss = loss + kl_coef * token_mean(kl, mask, num_tokens=num_tokens)
         stats["kl_ref"] = float(masked_mean(kl.detach(), mask))
-    if teacher:
-        # gated OPD: raises sampled tokens, most where the skill agrees
-        opd, opd_stats = opd_loss(
-            logprobs,
-            teacher_logprobs,
-            mask,
-            teacher_mask,
-            beta=cfg.opd.beta,
-            positive_only=cfg.opd.positive_only,
-            num_tokens=num_teacher_tokens,
-        )
-        if not cfg.opd.teacher_advantage:
-            parts["teacher"] = cfg.opd.coef * opd
-            loss = loss + parts["teacher"]
-        else:
-            opd_stats["opd/loss"] = 0.0
-        stats.update(opd_stats)
+    extra, extra_stats = terms.extra_loss(
+        logprobs,
+        teacher_logprobs=teacher_logprobs,
+        response_mask=mask,
+        teacher_mask=teacher_mask,
+        num_teacher_tokens=num_teacher_tokens,
+    )
+    if extra is not None:
+        parts["teacher"] = extra
+        loss = loss + extra
+    stats.update(extra_stats)
     return loss, stats, parts
 
 
@@ -165,7 +178,8 @@ def micro_batch_loss(
     batch_samples: Sequence[Sample],
     *,
     reference: Callable[..., torch.Tensor] | None,
-    distill: bool,
+    terms: LossTerms,
+    teacher: bool,
     num_tokens: float,
     num_teacher_tokens: float,
     cfg: Any,
@@ -194,7 +208,7 @@ def micro_batch_loss(
         torch.tensor([s.advantage for s in batch_samples], device=mask.device), mask
     )  # [n, L]
     t_lp = t_mask = None
-    if distill:
+    if teacher:
         t_lp, t_mask = padded([s.teacher_logprobs for s in batch_samples], mask)  # [n, L]
     with autocast(cfg.bf16):
         logprobs, entropy = packed_logprobs(
@@ -212,7 +226,12 @@ def micro_batch_loss(
         teacher_mask=t_mask,
         num_tokens=num_tokens,
         num_teacher_tokens=num_teacher_tokens,
-        cfg=cfg,
+        terms=terms,
+        clip_low=cfg.optim.clip_low,
+        clip_high=cfg.optim.clip_high,
+        dual_clip=cfg.optim.dual_clip,
+        ent_coef=cfg.optim.ent_coef,
+        kl_coef=cfg.optim.kl_coef,
     )
     return loss, stats, parts, float(mask.sum()) / num_tokens
 
@@ -223,7 +242,8 @@ def run_update(
     samples: list[Sample],
     *,
     reference: Callable[..., torch.Tensor] | None,
-    distill: bool,
+    terms: LossTerms,
+    teacher: bool,
     cfg: Any,
     rng: np.random.Generator,
     pad_id: int,
@@ -232,14 +252,16 @@ def run_update(
     dist: Any,
 ) -> dict[str, float]:
     """``cfg.optim.ppo_epochs`` passes over ``samples``, shuffled by ``rng`` and split into
-    ``n_mini_batches`` mini-batches of one AdamW step each; returns the update's metrics."""
+    ``n_mini_batches`` mini-batches of one AdamW step each; returns the update's metrics.
+    ``terms``: the algorithm's loss terms (``LossTerms``); ``teacher``: the samples carry
+    teacher logprobs (the algorithm has a teacher this iteration)."""
     params = [p for p in model.parameters() if p.requires_grad]
     stats: dict[str, list[float]] = {}
     opd = OPDStats()
     steps = 0
     # the teacher's gradient against the policy gradient's, on the first micro-batch that has a
     # teacher (sharded parameters are left out: their gradients are partial per rank)
-    probe = distill and cfg.opd.grad_probe and not cfg.system.fsdp
+    probe = teacher and cfg.opd.grad_probe and not cfg.system.fsdp
     probed: dict[str, float] = {}
     stopped = False  # --target-kl ended the iteration's update early
     prompts = [s.step.prompt_ids for s in samples]
@@ -264,7 +286,8 @@ def run_update(
                     model,
                     [samples[i] for i in (mb[:1] if dummy else chunk)],
                     reference=reference,
-                    distill=distill,
+                    terms=terms,
+                    teacher=teacher,
                     num_tokens=num_tokens,
                     num_teacher_tokens=num_teacher,
                     cfg=cfg,
@@ -293,7 +316,7 @@ def run_update(
         if stopped:
             break
     stats = dist.gather_stats(stats)  # every rank's micro-batches
-    metrics = _metrics(stats, max(1, steps), opd if distill else None)
+    metrics = _metrics(stats, max(1, steps), opd if teacher else None)
     if cfg.optim.target_kl is not None:
         metrics["train/early_stop"] = float(stopped)
     return {**metrics, **probed}

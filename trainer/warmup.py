@@ -25,7 +25,7 @@ What it does:
    privileged hindsight skill, placed as SEED places it, and whose actions follow it: SEED's
    teacher is the policy reading a skill block, which a clone that never saw one only misreads.
 2. ``format_warmup`` fine-tunes on the rows with the loss on completion tokens only (the answer-only
-   SFT of ``trainer/sft.py``).
+   SFT of ``trainer/algorithms/seed/stage1.py``).
 3. ``build_warmup_model`` caches the warmed model as a Hugging Face folder under
    ``seed_gym.data.cache_dir("models", ...)``, keyed by env, base model, every setting and the
    transformers version; ``seed-gym train`` loads it in place of the base model.
@@ -47,10 +47,14 @@ import numpy as np
 
 import seed_gym
 from seed_gym.registration import parse_env_kwargs
-from seed_gym.trainer.analyzer import ANALYZER_PROMPT_VERSION, analyzer_kwargs, analyzer_messages
-from seed_gym.trainer.annotators import PrivilegedAnnotator
+from seed_gym.trainer.algorithms.seed.analyzer import (
+    ANALYZER_PROMPT_VERSION,
+    analyzer_kwargs,
+    analyzer_messages,
+)
+from seed_gym.trainer.algorithms.seed.annotators import PrivilegedAnnotator
+from seed_gym.trainer.backends.models import autocast, bf16_is_fast, load_policy, save_policy
 from seed_gym.trainer.model_cache import base_key, here, model_cache_dir, publish, staging_dir
-from seed_gym.trainer.models import autocast, bf16_is_fast, load_policy, save_policy
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.skill import insert_skill
 from seed_gym.wrappers.spec import DemoStep
@@ -337,7 +341,9 @@ def format_warmup(
     """Fine-tune ``model`` in place on ``rows`` (answer-only loss: completion tokens and eos), one
     AdamW step per ``micro_batch`` rows; ``val_fraction`` of the rows are held out to report the
     completion loss before and after. Returns the statistics."""
-    from seed_gym.trainer.sft import sft_train  # torch; warmup imports without it
+    from seed_gym.trainer.algorithms.seed.stage1 import (
+        sft_train,  # torch; warmup imports without it
+    )
 
     region = autocast(bf16, next(model.parameters()).device.type, across_steps=True)
     t0 = time.perf_counter()

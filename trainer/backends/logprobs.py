@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from seed_gym.trainer.image_inputs import image_inputs
+from seed_gym.trainer.backends.image_inputs import image_inputs
 
 
 @dataclass

@@ -15,8 +15,8 @@ import gymnasium as gym
 
 from seed_gym.data import file_sha256
 from seed_gym.policies import _EpisodeStreams
-from seed_gym.trainer.engines import HFEngine
-from seed_gym.trainer.models import load_policy, model_dir, smollm2_dir, state_dict_sha256
+from seed_gym.trainer.backends.engines import HFEngine
+from seed_gym.trainer.backends.models import load_policy, model_dir, smollm2_dir, state_dict_sha256
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 

@@ -22,9 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seed_gym.trainer.image_inputs import encode_image_prompt, is_processor
-from seed_gym.trainer.image_inputs import sanitize_skill as _sanitize
-from seed_gym.trainer.models import autocast
+import numpy as np
+
+from seed_gym.seeding import derive_seed
+from seed_gym.trainer.algorithms.base import Teacher
+from seed_gym.trainer.algorithms.seed.skill_effect import control_skills, skill_gap_metrics
+from seed_gym.trainer.backends.image_inputs import encode_image_prompt, is_processor
+from seed_gym.trainer.backends.image_inputs import sanitize_skill as _sanitize
+from seed_gym.trainer.backends.models import autocast
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.skill import DEFAULT_FALLBACK_MARKER, DEFAULT_TASK_MARKERS, insert_skill
 
@@ -41,7 +46,7 @@ class TeacherScores:
 
 
 def default_encode_prompt(tokenizer: Any) -> Callable[[list[dict[str, Any]]], list[int]]:
-    from seed_gym.trainer.engines import encode_chat  # torch; rescore imports without it
+    from seed_gym.trainer.backends.engines import encode_chat  # torch; rescore imports without it
 
     return lambda messages: encode_chat(tokenizer, messages)
 
@@ -142,7 +147,7 @@ def teacher_logprobs(
     """
     import torch
 
-    from seed_gym.trainer.logprobs import response_logprobs  # torch
+    from seed_gym.trainer.backends.logprobs import response_logprobs  # torch
 
     processor, text_tokenizer = _split_processor(tokenizer)
     if pad_id is None:
@@ -259,3 +264,32 @@ def trajectory_teacher_logprobs(
     for i, lp in enumerate(scores.per_sample):
         per_traj[owner[i]].append(None if lp is None else [float(x) for x in lp.tolist()])
     return per_traj, mean_teacher_gap(samples, scores, owner, len(trajs))
+
+
+CONTROL = 5
+"""The seed purpose of the shuffled control's draw (``derive_seed(seed, CONTROL, iteration)``;
+the loop's own purposes are 0-4, ``train.py``)."""
+
+
+def rescore_trajectories(
+    cfg: Any, policy: Any, spec: Any, trajs: Sequence[Trajectory], skills: Sequence[Any], it: int
+) -> Any:
+    """The distilling algorithms' teacher: ``trajectory_teacher_logprobs`` under pi_old
+    (``policy``: a ``LoadedModel`` before this iteration's update), and the skill's own effect on
+    the teacher (``skill_effect.py``) over every trajectory and over ``--skill-control`` of them
+    scored under another task's skill (the shuffled control, kept in ``Teacher.extra``)."""
+    tokenizer = policy.processor or policy.tokenizer
+
+    def score(some_trajs: list, some_skills: list) -> tuple[list, list]:
+        return trajectory_teacher_logprobs(cfg, policy.model, tokenizer, spec, some_trajs,
+                                           some_skills, pad_id=policy.pad_id)  # fmt: skip
+
+    teacher, gaps = score(list(trajs), list(skills))
+    metrics = skill_gap_metrics(trajs, teacher)
+    rng = np.random.default_rng(derive_seed(cfg.seed, CONTROL, it))
+    idx, borrowed = control_skills(trajs, skills, n=cfg.opd.skill_control, rng=rng)
+    control = score([trajs[i] for i in idx], borrowed)[0] if idx else []
+    if idx:
+        chosen = [trajs[i] for i in idx]
+        metrics.update(skill_gap_metrics(chosen, control, prefix="opd/control_gap"))
+    return Teacher(teacher, gaps, metrics, {"control_idx": idx, "control": control})

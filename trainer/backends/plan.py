@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from seed_gym.registration import split_manifest, task_ids
-from seed_gym.trainer.models import model_dir
+from seed_gym.trainer.backends.models import model_dir
 from seed_gym.wrappers.agent import make_agent_env
 
 GB = 1024**3

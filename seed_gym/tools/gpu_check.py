@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from seed_gym.trainer.models import autocast, build_smollm2, load_policy
+from seed_gym.trainer.backends.models import autocast, build_smollm2, load_policy
 
 ALFWORLD = "seed_gym/ALFWorld-v0"
 PROMPTS = [
@@ -63,8 +63,8 @@ def check_logprobs(model_name: str, device: str, bf16: bool) -> Row:
     """Sample with the rollout engine, recompute teacher-forced, compare token by token."""
     import torch
 
-    from seed_gym.trainer.engines import HFEngine  # torch; gpu_check imports without it
-    from seed_gym.trainer.logprobs import response_logprobs  # torch
+    from seed_gym.trainer.backends.engines import HFEngine  # torch; gpu_check imports without it
+    from seed_gym.trainer.backends.logprobs import response_logprobs  # torch
 
     name = f"logprobs {'bf16' if bf16 else 'fp32'}"
     if bf16 and device == "cpu":
@@ -74,7 +74,7 @@ def check_logprobs(model_name: str, device: str, bf16: bool) -> Row:
     model = policy.model.eval()
     folder = build_smollm2() if model_name == "smollm2" else Path(model_name)
     if have_vllm() and (folder / "config.json").exists():  # the tiny model has no folder
-        from seed_gym.trainer.vllm_engine import VLLMEngine  # the vllm extra
+        from seed_gym.trainer.backends.vllm_engine import VLLMEngine  # the vllm extra
 
         engine = VLLMEngine(folder, tokenizer=policy.tokenizer, max_model_len=1024,
                             dtype="bfloat16" if bf16 else "float32")  # fmt: skip

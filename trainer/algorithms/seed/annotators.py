@@ -3,7 +3,7 @@
 ``Annotator`` is the protocol: ``annotate(trajectories, privileged) -> list[Skill | None]``.
 
 - ``OpenAIAnnotator``: a stronger model behind an OpenAI-compatible ``/v1/chat/completions``
-  endpoint (vLLM, ``seed_gym.trainer.openai_server``, a hosted API), temperature 0, the same
+  endpoint (vLLM, ``seed_gym.tools.openai_server``, a hosted API), temperature 0, the same
   analyzer prompt, lenient parsing and one retry as the policy-as-analyzer (``analyzer.analyze``).
   Plain HTTP (``urllib``), a few concurrent requests.
 - ``PrivilegedAnnotator``: no model at all. It writes the skill from what the agent never saw,
@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from seed_gym.registration import agent_spec, list_envs
-from seed_gym.trainer.analyzer import (
+from seed_gym.trainer.algorithms.seed.analyzer import (
     Skill,
     SkillParseError,
     analyze,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seed_gym.trainer.analyzer import Skill
+from seed_gym.trainer.algorithms.seed.analyzer import Skill
 from seed_gym.trainer.trajectory import Trajectory
 
 ANSWER_CHARS = 2000  # of a failed analyzer answer kept in the log

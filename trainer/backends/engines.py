@@ -25,16 +25,16 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from seed_gym.trainer.distributed import full_state_dict
-from seed_gym.trainer.image_inputs import encode_image_prompt, image_inputs
-from seed_gym.trainer.logprobs import (
+from seed_gym.trainer.backends.distributed import full_state_dict
+from seed_gym.trainer.backends.image_inputs import encode_image_prompt, image_inputs
+from seed_gym.trainer.backends.logprobs import (
     MIN_SHARED_PREFIX,
     cache_field,
     prefix_cache,
     shared_prefix_len,
     token_logprobs_from_logits,
 )
-from seed_gym.trainer.models import autocast
+from seed_gym.trainer.backends.models import autocast
 
 Messages = list[dict[str, Any]]
 Prompt = list[int] | Messages
@@ -214,7 +214,7 @@ class HFEngine:
         autocast_bf16: sample under bf16 autocast (faster on CPU; logprobs then differ slightly
             from an fp32 recomputation).
         processor: a vision-language policy's processor; then ``generate(..., images=...)``
-            sends pictures with the prompts (``trainer/image_inputs.py``), and the image token is never
+            sends pictures with the prompts (``trainer/backends/image_inputs.py``), and the image token is never
             sampled (it would ask for a picture that is not there; its probability mass still
             counts in the reported logprobs, as top-p's does).
     """

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seed_gym.trainer.engines import HFEngine
+from seed_gym.trainer.backends.engines import HFEngine
 
 
 @dataclass
