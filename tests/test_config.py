@@ -53,7 +53,6 @@ CHANGED_SINCE = {
         # 0.3.0 too: half the warm-up, to fit the 30 / 90-minute budgets; 4 turns (no free
         # illegal tokens), whose shorter evals pay for the third eval sample per task
         "format_warmup_episodes": 32,
-        "format_warmup_analyzer_episodes": 8,
         "max_turns": 4,
         # 0.4.0: analyzer fields that fit a whole skill; Stage 1 as the card pipeline (with its
         # own replay); the warm-up without analyzer rows, with skill rows and less noise
