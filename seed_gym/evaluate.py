@@ -333,9 +333,10 @@ def package_versions() -> dict[str, str]:
 
 
 # --- resumable episode log ---------------------------------------------------------------------
-def _read_valid_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of ``path``: a line cut short by a killed writer is dropped."""
-    return read_jsonl(path) if path.exists() else []
+def _read_valid_jsonl(path: Path, valid: Any = None) -> list[dict[str, Any]]:
+    """The complete JSON lines of ``path`` that ``valid`` accepts: a line cut short by a killed
+    writer, or not UTF-8, is dropped (``read_jsonl`` warns, naming the lines)."""
+    return read_jsonl(path, valid=valid) if path.exists() else []
 
 
 def _episode_key(record: Any) -> tuple[str, int] | None:
@@ -347,6 +348,25 @@ def _episode_key(record: Any) -> tuple[str, int] | None:
     if isinstance(sample, bool) or not isinstance(sample, int):
         return None
     return record["task_id"], sample
+
+
+# what summarize() and stats.per_task() read from a kept episode: a record-shaped line without
+# one of these, or with another type, crashed every rerun; it is dropped and replayed instead
+_EPISODE_FIELDS = {"task_type": str, "won": bool, "return": (int, float), "steps": int,
+                   "invalid_steps": int, "extras": dict}  # fmt: skip
+
+
+def _is_episode(record: Any) -> bool:
+    """A record with each of those fields, of its type (a bool is no number here)."""
+
+    def typed(value: Any, kind: Any) -> bool:
+        return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+    return (
+        _episode_key(record) is not None
+        and all(typed(record.get(f), kind) for f, kind in _EPISODE_FIELDS.items())
+        and all(typed(v, (int, float)) for v in record["extras"].values())
+    )
 
 
 def _rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
@@ -416,7 +436,7 @@ def _resume(
     cfg_path.write_text(json.dumps(config, indent=2) + "\n")
     wanted = {(t, j) for _, t, j in units}
     done = {}
-    for r in _read_valid_jsonl(ep_path):
+    for r in _read_valid_jsonl(ep_path, _is_episode):
         key = _episode_key(r)
         if key in wanted:
             done[key] = r
