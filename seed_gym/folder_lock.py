@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,14 +24,23 @@ class FolderLockedError(RuntimeError):
     """Another live process holds the folder's lock."""
 
 
-def _holder(path: Path) -> str:
-    """Who holds the lock, as the holder wrote it into the file (best effort: it may be between
-    taking the lock and writing)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-    return " ".join(text.split())[:200]
+HOLDER_WAIT_S = 1.0
+"""How long a refused writer waits for the holder to write its name (the holder takes the lock,
+then writes; two processes started together meet in between)."""
+
+
+def _holder(path: Path, wait_s: float = HOLDER_WAIT_S) -> str:
+    """Who holds the lock, as the holder wrote it into the file ("" if it has not within
+    ``wait_s``)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            text = ""
+        if text or time.monotonic() >= deadline:
+            return " ".join(text.split())[:200]
+        time.sleep(0.02)
 
 
 @contextlib.contextmanager
