@@ -1,4 +1,4 @@
-"""``seed-gym list / play / eval / compare / train / sft / data / report / serve``.
+"""``seed-gym list / check / play / eval / compare / train / sft / data / report / serve``.
 
 Each subcommand's real work lives in its own module; this file only parses arguments and
 dispatches, importing heavy modules lazily so ``seed-gym list`` stays instant.
@@ -7,18 +7,97 @@ dispatches, importing heavy modules lazily so ``seed-gym list`` stays instant.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
+import time
+import traceback
 from collections.abc import Callable
 
-from seed_gym import data
-from seed_gym.registration import list_envs
-from seed_gym.usage import OneLineParser, usage_error
+from seed_gym import checker, data
+from seed_gym.registration import list_envs, make
+from seed_gym.spaces import MODALITIES
+from seed_gym.splits import SPLITS
+from seed_gym.usage import OneLineParser, import_modules_or_exit, usage_error
+
+
+def _add_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="module or .py file that registers extra envs (repeatable)",
+    )
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    import_modules_or_exit("seed-gym list", args.imports)
     for env_id in list_envs():
         print(env_id)
     return 0
+
+
+# --- check: seed_gym.check_env from the command line -------------------------------------------
+def _failed_check(error: BaseException) -> str:
+    """Which check of ``check_env`` was running when ``error`` was raised: the ``check_*``
+    function it had called, else the ``# section`` comment above its line. The checker's own
+    failures name the rule they saw broken; an exception from the env's code names nothing."""
+    source = inspect.getsourcefile(checker)
+    frames = traceback.extract_tb(error.__traceback__)
+    at = [i for i, f in enumerate(frames) if f.filename == source and f.name == "check_env"]
+    if not at:
+        return "check_env"
+    frame, callee = frames[at[-1]], frames[at[-1] + 1] if at[-1] + 1 < len(frames) else None
+    if callee is not None and callee.name.startswith("check_"):
+        return callee.name if callee.filename == source else f"gymnasium's {callee.name}"
+    lines, first = inspect.getsourcelines(checker.check_env)
+    for line in reversed(lines[: frame.lineno - first + 1]):
+        if line.strip().startswith("# "):
+            return line.strip()[2:]
+    return f"check_env line {frame.lineno}"
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(f"{type(error).__name__}: {error}".split())
+
+
+def _check_one(env_id: str, split: str, modality: str | None) -> str | None:
+    """None when ``env_id`` passes ``check_env``, else what failed, in one line."""
+    try:
+        env = make(env_id, split=split, modality=modality)
+    except Exception as e:  # noqa: BLE001 - an env that cannot be made fails its check
+        return f"making the env: {_one_line(e)}"
+    try:
+        checker.check_env(env)
+    except Exception as e:  # noqa: BLE001 - whatever the env's code raises is the answer
+        return f"{_failed_check(e)}: {_one_line(e)}"
+    finally:
+        env.close()
+    return None
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    prog = "seed-gym check"
+    before = set(list_envs())
+    import_modules_or_exit(prog, args.imports)
+    known = list_envs()
+    if args.env_id is not None and args.env_id not in known:
+        usage_error(prog, f"unknown env {args.env_id!r}; choose one of: {', '.join(known)}")
+    env_ids = [args.env_id] if args.env_id else [e for e in known if e not in before]
+    if not env_ids:
+        imported = " ".join(args.imports) or "no --import"
+        usage_error(prog, f"{imported} registered no env; name one: seed-gym check ENV_ID")
+    failed = 0
+    for env_id in env_ids:
+        start = time.perf_counter()
+        problem = _check_one(env_id, args.split, args.modality)
+        if problem is None:
+            print(f"ok   {env_id} ({time.perf_counter() - start:.1f} s)")
+        else:
+            failed += 1
+            print(f"FAIL {env_id}: {problem}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
@@ -68,7 +147,18 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = OneLineParser(prog="seed-gym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list registered env ids").set_defaults(fn=_cmd_list)
+    p = sub.add_parser("list", help="list registered env ids")
+    _add_import(p)
+    p.set_defaults(fn=_cmd_list)
+    p = sub.add_parser(
+        "check",
+        help="run seed_gym.check_env on an env, or on every env an --import file registers",
+    )
+    p.add_argument("env_id", nargs="?", help="env id (default: the envs the --import files add)")
+    _add_import(p)
+    p.add_argument("--split", default="train", choices=SPLITS, help="split to make (default train)")
+    p.add_argument("--modality", default=None, choices=MODALITIES, help="default: the env's")
+    p.set_defaults(fn=_cmd_check)
     p = sub.add_parser("data", help="build datasets into the cache")
     p.add_argument("action", choices=["build", "path"])
     p.add_argument("names", nargs="*", help="datasets to build (default: all)")

@@ -25,14 +25,24 @@ model's hash.
 
 Resume: rerunning the same command with the same ``--out`` skips every episode already in
 ``episodes.jsonl`` (a partially written last line, from a killed run, is discarded) and plays the
-rest; a different config in the same folder is refused (``--overwrite`` starts over).
+rest; a different config in the same folder is refused (``--overwrite`` starts over). One eval
+writes a folder at a time: a second one refuses while the first holds ``OUT/.lock``
+(``seed_gym.folder_lock``).
+
+Failing safe: every argument is checked before a model loads or ``--out`` is touched (one line,
+exit status 2; ``--k`` and ``--n-boot`` are bounded by the memory they would take). A policy
+backend that fails for good (an ``openai:`` server after its retries) stops the eval with one
+line and exit status 1, keeping every finished episode for the rerun; so does a folder in use.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -41,8 +51,10 @@ import numpy as np
 
 import seed_gym
 from seed_gym import stats
+from seed_gym.folder_lock import FolderLockedError, folder_lock
 from seed_gym.jsonl import json_line, read_jsonl
-from seed_gym.policies import make_policy
+from seed_gym.policies import PolicyError, accepts_images, make_policy, openai_url_problem
+from seed_gym.registration import env_class, split_manifest
 from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
 from seed_gym.usage import (
     OneLineParser,
@@ -166,6 +178,130 @@ def summarize(
     }
 
 
+# --- argument checks: all of them before a model loads or --out is touched ------------------------
+SEED_MAX = 2**63 - 1  # what numpy, torch and int64 columns take
+N_BOOT_MAX = 1_000_000  # ~30 s of resampling (5 statistics, 20 tasks); the default 2000 is plenty
+RETRIES_MAX = 10
+# An episode held in memory (its record, actions, extras and queue entry): ~1.5 KB measured for
+# GuessNumber at k = 400; 16 KiB leaves room for 50-step episodes with long actions.
+EPISODE_BYTES = 16 * 1024
+MEMORY_SHARE = 0.5  # of the available memory, for the episodes or the bootstrap draws
+SAMPLING_OPTIONS = ("temperature", "top_p", "max_new_tokens", "batch_size")
+
+
+def option_problem(
+    *,
+    episodes: int | None = None,
+    k: int = 1,
+    seed: int = 0,
+    n_boot: int = stats.N_BOOT,
+    temperature: float | None = None,
+    top_p: float | None = None,
+    max_new_tokens: int | None = None,
+    batch_size: int | None = None,
+    request_timeout: float | None = None,
+    retries: int | None = None,
+) -> str | None:
+    """Why a number of the eval's arguments is out of range, in one line naming the flag, the
+    value and the valid range; None when all are fine (None values are not given)."""
+    checks = [
+        ("--episodes", episodes, lambda v: v >= 1, ">= 1"),
+        ("--k", k, lambda v: v >= 1, ">= 1"),
+        ("--seed", seed, lambda v: 0 <= v <= SEED_MAX, "in [0, 2**63 - 1]"),
+        ("--n-boot", n_boot, lambda v: 1 <= v <= N_BOOT_MAX, f"in [1, {N_BOOT_MAX}]"),
+        ("--temperature", temperature, lambda v: 0 <= v < math.inf, ">= 0, finite (0 = greedy)"),
+        ("--top-p", top_p, lambda v: 0 < v <= 1, "in (0, 1]"),
+        ("--max-new-tokens", max_new_tokens, lambda v: v >= 1, ">= 1"),
+        ("--batch-size", batch_size, lambda v: v >= 1, ">= 1"),
+        ("--request-timeout", request_timeout, lambda v: 0 < v < math.inf, "> 0 seconds"),
+        ("--retries", retries, lambda v: 0 <= v <= RETRIES_MAX, f"in [0, {RETRIES_MAX}]"),
+    ]  # fmt: skip
+    for flag, value, ok, valid in checks:
+        # NaN fails every comparison, so it is refused like any other value out of range
+        if value is not None and not ok(value):
+            return f"{flag} must be {valid}, not {value}"
+    return None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can take: the kernel's MemAvailable, lowered by a cgroup v2 limit (a
+    container's; the limit itself, as its usage counts page cache the kernel would reclaim);
+    None where neither can be read."""
+    found = []
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        group = Path("/proc/self/cgroup").read_text().splitlines()[0].split("::", 1)[1]
+        folder = Path("/sys/fs/cgroup") / group.lstrip("/")
+        limit = (folder / "memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit))
+    return min(found) if found else None
+
+
+def size_problem(*, k: int, n_boot: int, n_tasks: int, memory: int | None = None) -> str | None:
+    """Why ``k`` samples of ``n_tasks`` tasks, or ``n_boot`` bootstrap draws over them, would not
+    fit in half the available memory (``--k 10**7`` was killed at 24 GB; ``--n-boot 10**9`` asks
+    for 477 GiB); None when they fit or the memory is unknown."""
+    memory = available_memory() if memory is None else memory
+    if memory is None or n_tasks < 1:
+        return None
+    budget = int(memory * MEMORY_SHARE)
+    why = f"for {n_tasks} tasks in half of the {memory / 2**30:.1f} GiB available"
+    k_max = max(1, budget // (EPISODE_BYTES * n_tasks))
+    if k > k_max:
+        return f"--k must be in [1, {k_max}] {why}, not {k}"
+    # the bootstrap holds an int64 draw per task and a float per statistic for every draw
+    boot_max = min(N_BOOT_MAX, max(1, budget // (8 * n_tasks + 40)))
+    if n_boot > boot_max:
+        return f"--n-boot must be in [1, {boot_max}] {why}, not {n_boot}"
+    return None
+
+
+def out_problem(out: str | Path) -> str | None:
+    """Why ``--out`` cannot be the eval's folder: a file, under a file, or not writable."""
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        return f"--out {out} is a file; give a folder (it will hold results.json, episodes.jsonl)"
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out {out}: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out}: {existing} is not writable"
+    return None
+
+
+def modality_problem(
+    env_id: str, modality: str | None, policy_spec: str, policy: Any = None
+) -> str | None:
+    """Why ``policy_spec`` cannot play ``env_id`` in ``modality`` (the env's default when None):
+    a text-only policy shown images. Checked from the spec alone before a model loads."""
+    cls = env_class(env_id)
+    shown = modality or getattr(cls, "default_modality", "text")
+    if shown == "text" or accepts_images(policy_spec, policy):
+        return None
+    default = " (its default)" if modality is None else ""
+    hint = (
+        "pass --modality text"
+        if "text" in getattr(cls, "modalities", ("text",))
+        else "use a policy that reads images (openai:URL)"
+    )
+    return (
+        f"{policy_spec} reads text only, and {env_id} shows images in modality "
+        f"{shown!r}{default}; {hint}"
+    )
+
+
+def task_count(env_id: str, split: str, episodes: int | None, **env_kwargs: Any) -> int:
+    """How many tasks the eval visits: the split's, capped at ``episodes``."""
+    n = len(split_manifest(env_id, split, **env_kwargs))
+    return min(n, episodes) if episodes is not None else n
+
+
 # --- provenance ------------------------------------------------------------------------------------
 VERSION_PACKAGES = (
     "seed-gym",
@@ -197,9 +333,10 @@ def package_versions() -> dict[str, str]:
 
 
 # --- resumable episode log ---------------------------------------------------------------------
-def _read_valid_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of ``path``: a line cut short by a killed writer is dropped."""
-    return read_jsonl(path) if path.exists() else []
+def _read_valid_jsonl(path: Path, valid: Any = None) -> list[dict[str, Any]]:
+    """The complete JSON lines of ``path`` that ``valid`` accepts: a line cut short by a killed
+    writer, or not UTF-8, is dropped (``read_jsonl`` warns, naming the lines)."""
+    return read_jsonl(path, valid=valid) if path.exists() else []
 
 
 def _episode_key(record: Any) -> tuple[str, int] | None:
@@ -211,6 +348,25 @@ def _episode_key(record: Any) -> tuple[str, int] | None:
     if isinstance(sample, bool) or not isinstance(sample, int):
         return None
     return record["task_id"], sample
+
+
+# what summarize() and stats.per_task() read from a kept episode: a record-shaped line without
+# one of these, or with another type, crashed every rerun; it is dropped and replayed instead
+_EPISODE_FIELDS = {"task_type": str, "won": bool, "return": (int, float), "steps": int,
+                   "invalid_steps": int, "extras": dict}  # fmt: skip
+
+
+def _is_episode(record: Any) -> bool:
+    """A record with each of those fields, of its type (a bool is no number here)."""
+
+    def typed(value: Any, kind: Any) -> bool:
+        return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+    return (
+        _episode_key(record) is not None
+        and all(typed(record.get(f), kind) for f, kind in _EPISODE_FIELDS.items())
+        and all(typed(v, (int, float)) for v in record["extras"].values())
+    )
 
 
 def _rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
@@ -280,7 +436,7 @@ def _resume(
     cfg_path.write_text(json.dumps(config, indent=2) + "\n")
     wanted = {(t, j) for _, t, j in units}
     done = {}
-    for r in _read_valid_jsonl(ep_path):
+    for r in _read_valid_jsonl(ep_path, _is_episode):
         key = _episode_key(r)
         if key in wanted:
             done[key] = r
@@ -426,30 +582,52 @@ def evaluate(
     overwrite: bool = False,
     n_boot: int = stats.N_BOOT,
     env_kwargs: dict[str, Any] | None = None,
+    request_timeout: float | None = None,
+    retries: int | None = None,
 ) -> dict[str, Any]:
     """Run ``policy_spec`` on the split's tasks (``k`` episodes each); write ``out/results.json``
     and ``out/episodes.jsonl`` when ``out`` is given, resuming an interrupted run in ``out``.
-    ``env_kwargs`` go to the env constructor (``data_dir=...``). Returns the results dict."""
+    ``env_kwargs`` go to the env constructor (``data_dir=...``); ``request_timeout`` (seconds)
+    and ``retries`` to ``openai:`` policies. Returns the results dict.
+
+    Raises ``ValueError`` for an argument out of range (before anything is loaded or written),
+    ``FolderLockedError`` when another eval writes ``out``, and ``PolicyError`` when the policy's
+    backend fails for good (the episodes finished by then are in ``out/episodes.jsonl``)."""
     from tqdm.auto import tqdm
 
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
     options = {k_: v for k_, v in (policy_options or {}).items() if v is not None}
     if batch_size is not None:
         options["batch_size"] = batch_size
+    problem = option_problem(
+        episodes=episodes, k=k, seed=seed, n_boot=n_boot, request_timeout=request_timeout,
+        retries=retries, **{o: options.get(o) for o in SAMPLING_OPTIONS},
+    )  # fmt: skip
+    if problem:
+        raise ValueError(problem)
+    # how long to wait for a server changes no completion: kept out of the config, so a rerun
+    # with another timeout resumes the same eval
+    transport = {"timeout": request_timeout, "retries": retries}
+    transport = {k_: v for k_, v in transport.items() if v is not None}
     env_kwargs = dict(env_kwargs or {})
     kwargs: dict[str, Any] = {**env_kwargs, "split": split, "modality": modality}
     if max_steps is not None:
         kwargs["max_episode_steps"] = max_steps
     # the env first: an unknown env id fails before a model loads
     seed_gym.registration.agent_spec(env_id)
-    policy = make_policy(policy_spec, options)
+    policy = make_policy(policy_spec, {**options, **transport})
     make = seed_gym.make_agent_env if policy.acts_on == "agent" else seed_gym.make
     envs = [make(env_id, **kwargs)]
+    lock = contextlib.ExitStack()  # holds --out's folder lock from the resume to results.json
     try:
+        problem = modality_problem(env_id, modality, policy_spec, policy)
+        if problem:
+            raise ValueError(problem)
         manifest = envs[0].unwrapped.manifest(split)
         position = {t: i for i, t in enumerate(manifest.task_ids)}
         tasks = list(manifest.iterate(limit=episodes, seed=seed))
+        problem = size_problem(k=k, n_boot=n_boot, n_tasks=len(tasks))
+        if problem:
+            raise ValueError(problem)
         units = [(i * k + j, t, j) for i, t in enumerate(tasks) for j in range(k)]
         config = {
             "env_id": env_id,
@@ -466,6 +644,8 @@ def evaluate(
         if env_kwargs:  # only when given, so evals written before the option still resume
             config["env_kwargs"] = env_kwargs
         out_dir = Path(out) if out is not None else None
+        if out_dir is not None:
+            lock.enter_context(folder_lock(out_dir, holder="seed-gym eval"))
         done = _resume(out_dir, config, units, overwrite) if out_dir is not None else {}
         todo = [u for u in units if (u[1], u[2]) not in done]
         describe = getattr(policy, "describe", None)
@@ -480,37 +660,51 @@ def evaluate(
                 policy, policy_spec, split, seed, position, out_dir, save_trajectories
             )
             records = player.run([_Slot(e) for e in envs], todo, list(done.values()), bar)
+        except PolicyError as e:
+            raise PolicyError(f"{e}; {_saved(player.records, len(units), out_dir)}") from None
         finally:
             bar.close()
+        records.sort(key=lambda r: r["index"])
+        if out_dir is not None:
+            _rewrite_jsonl(
+                out_dir / "episodes.jsonl", records
+            )  # manifest order, however they ended
+        results = {
+            "env_id": env_id,
+            "split": split,
+            "manifest_sha256": manifest.hash,
+            "manifest_tasks": len(manifest),
+            "manifest": manifest.to_dict(),
+            "subset": None if len(tasks) == len(manifest) else {"n": len(tasks), "seed": seed},
+            "policy": policy_spec,
+            "policy_info": policy_info,
+            "seed": seed,
+            "modality": envs[0].unwrapped.modality,
+            "max_steps": max_steps,
+            "seed_gym_version": seed_gym.__version__,
+            "versions": package_versions(),
+            "config": config,
+            "resumed_episodes": len(done),
+            **summarize(records, n_boot=n_boot, ci_seed=seed),
+        }
+        if out_dir is not None:
+            (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     finally:
         for env in envs:
             env.close()
         policy.close()
-
-    records.sort(key=lambda r: r["index"])
-    if out_dir is not None:
-        _rewrite_jsonl(out_dir / "episodes.jsonl", records)  # manifest order, however they ended
-    results = {
-        "env_id": env_id,
-        "split": split,
-        "manifest_sha256": manifest.hash,
-        "manifest_tasks": len(manifest),
-        "manifest": manifest.to_dict(),
-        "subset": None if len(tasks) == len(manifest) else {"n": len(tasks), "seed": seed},
-        "policy": policy_spec,
-        "policy_info": policy_info,
-        "seed": seed,
-        "modality": envs[0].unwrapped.modality,
-        "max_steps": max_steps,
-        "seed_gym_version": seed_gym.__version__,
-        "versions": package_versions(),
-        "config": config,
-        "resumed_episodes": len(done),
-        **summarize(records, n_boot=n_boot, ci_seed=seed),
-    }
-    if out_dir is not None:
-        (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        lock.close()
     return results
+
+
+def _saved(records: list[dict[str, Any]], total: int, out_dir: Path | None) -> str:
+    """What a stopped eval kept, for its one-line error."""
+    if out_dir is None:
+        return f"{len(records)} of {total} episodes finished (no --out: none saved)"
+    return (
+        f"{len(records)} of {total} episodes saved in {out_dir / 'episodes.jsonl'}; "
+        "rerun the same command to play the rest"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -538,6 +732,19 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--batch-size", type=int, default=None, help="episodes played at once")
     m.add_argument("--bf16", action="store_true", default=None, help="bf16 autocast (model:)")
     m.add_argument("--model-name", default=None, help="served model (openai:; default: first)")
+    m.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="openai: a request with no answer for this long is retried (default 60)",
+    )
+    m.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        help="openai: tries after a failed request, with backoff 1, 2, 4.. s (default 2)",
+    )
     p.add_argument(
         "--save-trajectories",
         action="store_true",
@@ -550,18 +757,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    prog = "seed-gym eval"
-    args = build_parser().parse_args(argv)
-    if args.episodes is not None and args.episodes < 1:
-        usage_error(prog, f"--episodes must be >= 1, not {args.episodes}")
-    if args.k < 1:
-        usage_error(prog, f"--k must be >= 1, not {args.k}")
-    if args.save_trajectories and not args.out:
-        usage_error(prog, "--save-trajectories needs --out")
+def checked_env_kwargs(prog: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Check every argument, cheapest first, before a model loads or ``--out`` is touched: one
+    line on stderr naming the flag, the value and the valid range, exit status 2. Returns the
+    parsed ``--env-kwarg`` values."""
+    problem = option_problem(
+        episodes=args.episodes, k=args.k, seed=args.seed, n_boot=args.n_boot,
+        temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size, request_timeout=args.request_timeout, retries=args.retries,
+    )  # fmt: skip
+    if problem is None and args.save_trajectories and not args.out:
+        problem = "--save-trajectories needs --out"
+    if problem is None and args.out:
+        problem = out_problem(args.out)
+    if problem:
+        usage_error(prog, problem)
     import_modules_or_exit(prog, args.imports)
     env_kwargs = env_kwargs_or_exit(prog, args.env_kwargs)
-    # every argument is checked before a model loads or --out is written
     check_env_args(
         prog,
         args.env,
@@ -571,30 +783,60 @@ def main(argv: list[str] | None = None) -> int:
         env_kwargs=env_kwargs,
     )
     check_policy_spec(prog, args.policy)
-    results = evaluate(
-        args.env,
-        args.split,
-        args.policy,
-        episodes=args.episodes,
-        seed=args.seed,
-        out=args.out,
-        modality=args.modality,
-        max_steps=args.max_steps,
-        progress=not args.no_progress,
-        k=args.k,
-        policy_options={
-            "temperature": args.temperature,
-            "top_p": args.top_p,
-            "max_new_tokens": args.max_new_tokens,
-            "bf16": args.bf16,
-            "model_name": args.model_name,
-        },
-        batch_size=args.batch_size,
-        save_trajectories=args.save_trajectories,
-        overwrite=args.overwrite,
-        n_boot=args.n_boot,
-        env_kwargs=env_kwargs,
-    )
+    kind, _, arg = args.policy.partition(":")
+    problem = openai_url_problem(arg) if kind == "openai" else None
+    problem = problem or modality_problem(args.env, args.modality, args.policy)
+    if problem is None:
+        n_tasks = task_count(
+            args.env, args.split, args.episodes, modality=args.modality, **env_kwargs
+        )
+        problem = size_problem(k=args.k, n_boot=args.n_boot, n_tasks=n_tasks)
+    if problem:
+        usage_error(prog, problem)
+    return env_kwargs
+
+
+def stopped(prog: str, error: object) -> int:
+    """A run that started and could not finish: one line on stderr, exit status 1."""
+    print(f"{prog}: {' '.join(str(error).split())}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    prog = "seed-gym eval"
+    args = build_parser().parse_args(argv)
+    env_kwargs = checked_env_kwargs(prog, args)
+    try:
+        results = evaluate(
+            args.env,
+            args.split,
+            args.policy,
+            episodes=args.episodes,
+            seed=args.seed,
+            out=args.out,
+            modality=args.modality,
+            max_steps=args.max_steps,
+            progress=not args.no_progress,
+            k=args.k,
+            policy_options={
+                "temperature": args.temperature,
+                "top_p": args.top_p,
+                "max_new_tokens": args.max_new_tokens,
+                "bf16": args.bf16,
+                "model_name": args.model_name,
+            },
+            batch_size=args.batch_size,
+            save_trajectories=args.save_trajectories,
+            overwrite=args.overwrite,
+            n_boot=args.n_boot,
+            env_kwargs=env_kwargs,
+            request_timeout=args.request_timeout,
+            retries=args.retries,
+        )
+    except FolderLockedError as e:
+        return stopped(prog, e)
+    except PolicyError as e:
+        return stopped(prog, f"{args.policy} failed: {e}")
     lo, hi = results["success_ci95"]
     blo, bhi = results["bootstrap"]["ci95"]["success"]
     print(

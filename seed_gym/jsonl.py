@@ -4,9 +4,14 @@ datasets): one writer that never fails on model text, one reader, atomic whole-f
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+import uuid
+import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+MAX_LINES_NAMED = 10  # a warning names this many skipped lines, then counts the rest
 
 
 def clean_text(text: str) -> str:
@@ -28,10 +33,10 @@ def json_line(record: Any) -> str:
 
 def write_jsonl(rows: Iterable[Any], path: str | Path) -> Path:
     """Write ``rows`` as JSON lines through a temp file (a killed writer never leaves half a
-    file behind)."""
+    file behind; the temp name is unique, so two writers never rename each other's file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = temp_path(path)
     with tmp.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json_line(row))
@@ -39,17 +44,47 @@ def write_jsonl(rows: Iterable[Any], path: str | Path) -> Path:
     return path
 
 
-def read_jsonl(path: str | Path, *, strict: bool = False) -> list[Any]:
-    """The records of ``path``. A line that does not parse (a writer killed mid-line) is skipped,
-    or with ``strict`` raises ``ValueError`` naming the file and line."""
-    out = []
-    with Path(path).open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+def temp_path(path: Path) -> Path:
+    """A sibling of ``path`` no other process or thread writes: ``NAME.PID-RANDOM.tmp``."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def read_jsonl(
+    path: str | Path, *, strict: bool = False, valid: Callable[[Any], bool] | None = None
+) -> list[Any]:
+    """The records of ``path``, one per line. A bad line is skipped and counted: not UTF-8, not
+    JSON (a writer killed mid-line, or mid-character), or rejected by ``valid`` (a record with
+    missing fields or wrong types). One warning names the file and the skipped lines; with
+    ``strict`` the first bad line raises ``ValueError`` naming the file and line instead."""
+    out, bad = [], []
+    # bytes, decoded line by line: one invalid byte must cost its line, not the whole file
+    with Path(path).open("rb") as f:
+        for n, raw in enumerate(f, 1):
             try:
-                out.append(json.loads(line))
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+            except UnicodeDecodeError:
+                problem = "is not UTF-8"
             except json.JSONDecodeError as e:
-                if strict:
-                    raise ValueError(f"{path}: line {n} is not JSON ({e})") from None
+                problem = f"is not JSON ({e.msg})"
+            except (ValueError, RecursionError) as e:  # an int over 4300 digits, [[[[... too deep
+                problem = f"is not readable JSON ({type(e).__name__})"
+            else:
+                if valid is None or valid(record):
+                    out.append(record)
+                    continue
+                problem = "is not a valid record"
+            if strict:
+                raise ValueError(f"{path}: line {n} {problem}")
+            bad.append((n, problem))
+    if bad:
+        shown = ", ".join(str(n) for n, _ in bad[:MAX_LINES_NAMED])
+        more = f" and {len(bad) - MAX_LINES_NAMED} more" if len(bad) > MAX_LINES_NAMED else ""
+        warnings.warn(
+            f"{path}: skipped {len(bad)} bad line{'s' * (len(bad) > 1)} ({shown}{more}); "
+            f"line {bad[0][0]} {bad[0][1]}",
+            stacklevel=2,
+        )
     return out

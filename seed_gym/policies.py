@@ -13,7 +13,9 @@ Model policies:
   at once and sends every live episode's prompt in one batch.
 - ``openai:URL`` - any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, the bundled
   ``seed_gym.tools.openai_server``, a hosted API); ``model_name`` picks the served model (default:
-  the first one ``GET /v1/models`` lists). Live episodes are sent as concurrent requests.
+  the first one ``GET /v1/models`` lists). Live episodes are sent as concurrent requests. A request
+  that fails (no answer within ``timeout``, a dropped connection, HTTP 429/5xx, an answer that is
+  not a completion) is retried; one that still fails raises ``PolicyError`` with one line.
 
 Both sample greedily unless ``temperature > 0``. Each episode samples from its own random stream,
 derived from (episode seed, turn), so a completion never depends on which other episodes shared
@@ -22,12 +24,14 @@ its batch: a resumed eval samples exactly what an uninterrupted one would have.
 
 from __future__ import annotations
 
+import http.client
 import importlib
 import inspect
 import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +45,18 @@ from seed_gym.jsonl import clean_text
 from seed_gym.seeding import derive_seed
 
 
+class PolicyError(RuntimeError):
+    """A policy's backend failed for good (an ``openai:`` server after its retries): the eval
+    stops, keeping the episodes finished so far. The message is one line naming the backend."""
+
+
 @runtime_checkable
 class Policy(Protocol):
-    """What ``seed-gym eval`` drives: one episode is ``reset`` then ``act`` until it ends."""
+    """What ``seed-gym eval`` drives: one episode is ``reset`` then ``act`` until it ends.
+
+    A policy that cannot read image observations sets ``accepts_images = False``; ``seed-gym
+    eval`` then refuses image modalities for it before writing anything (``accepts_images()``).
+    """
 
     name: str
     acts_on: Literal["game", "agent"]
@@ -111,6 +124,14 @@ class _EpisodeStreams:
         return derive_seed(seed, turn)
 
 
+def openai_url_problem(url: str | None) -> str | None:
+    """Why ``url`` cannot be an ``openai:`` endpoint (one line), or None."""
+    parts = urllib.parse.urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"openai:{url or ''} needs an http(s) endpoint, e.g. openai:http://127.0.0.1:8000/v1"
+    return None
+
+
 def openai_content(messages: Sequence[dict[str, Any]], images: Sequence[Any]) -> list[dict]:
     """Chat messages for an OpenAI-compatible API; with images, the user text's ``<image>``
     placeholders become ``image_url`` parts (PNG data URLs), in order."""
@@ -139,9 +160,12 @@ def openai_content(messages: Sequence[dict[str, Any]], images: Sequence[Any]) ->
 class OpenAIPolicy:
     """A chat model behind an OpenAI-compatible endpoint (``http://host:port`` or ``.../v1``).
 
-    ``api_key`` defaults to ``$OPENAI_API_KEY`` (sent only if set). Connection errors and HTTP
-    429/5xx are retried ``retries`` times with backoff; a request that still fails stops the eval
-    with the error (finished episodes are kept; rerun with the same ``--out`` to continue).
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` (sent only if set). A request that gets no answer
+    within ``timeout`` seconds, loses its connection, gets HTTP 408/429/5xx or an answer that is
+    not a completion (not JSON, an HTML page, no choices) is retried ``retries`` times, waiting
+    ``backoff``, 2 x ``backoff``, ... (at most 8 s) between tries; other HTTP 4xx mean the request
+    itself is wrong and are not retried. A request that still fails raises ``PolicyError`` (one
+    line: the URL and the last error); ``seed-gym eval`` then stops, keeping finished episodes.
     """
 
     acts_on: Literal["game", "agent"] = "agent"
@@ -156,55 +180,84 @@ class OpenAIPolicy:
         max_new_tokens: int = 256,
         batch_size: int = 8,
         api_key: str | None = None,
-        timeout: float = 300.0,
+        timeout: float = 60.0,
         retries: int = 2,
+        backoff: float = 1.0,
         seed: int = 0,
     ):
-        if not url:
-            raise ValueError("openai:URL needs the endpoint, e.g. openai:http://127.0.0.1:8000/v1")
+        problem = openai_url_problem(url)
+        if problem:
+            raise ValueError(problem)
         base = url.rstrip("/")
         self.base = base if base.endswith("/v1") else base + "/v1"
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.timeout, self.retries = timeout, retries
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
         self.temperature, self.top_p = float(temperature), float(top_p)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), batch_size
         self.model_name = model_name or self._first_model()
         self.name = f"openai:{url}"
         self.streams = _EpisodeStreams()
 
-    def _request(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _attempt(self, req: urllib.request.Request, read: Callable[[Any], Any], what: str) -> Any:
+        """One try: ``read(the JSON answer)``; raises ``_Retry`` or ``_GiveUp`` with the reason."""
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as e:
+            reason = f"HTTP {e.code} {e.reason}: {_one_line(_error_body(e))}"
+            # other 4xx: the request itself is wrong, and asking again gets the same answer
+            raise (_Retry if e.code in (408, 429) or e.code >= 500 else _GiveUp)(reason) from None
+        except (OSError, http.client.HTTPException) as e:  # refused, reset, cut short, timed out
+            # urlopen wraps what goes wrong before the answer starts (connecting) in URLError
+            connecting = isinstance(e, urllib.error.URLError)
+            cause = e.reason if connecting else e
+            if isinstance(cause, TimeoutError):
+                raise _Retry(f"no answer within {self.timeout:g} s (--request-timeout)") from None
+            what = "cannot connect" if connecting else "connection lost"
+            raise _Retry(f"{what}: {type(cause).__name__}: {cause}") from None
+        try:
+            return read(json.loads(raw))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise _Retry(f"the answer is not JSON: {_one_line(raw)}") from None
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            raise _Retry(f"the answer holds no {what}: {_one_line(raw)}") from None
+
+    def _request(
+        self,
+        path: str,
+        body: dict[str, Any] | None = None,
+        read: Callable[[Any], Any] = lambda payload: payload,
+        what: str = "answer",
+    ) -> Any:
+        """``read`` of the JSON answer to ``GET`` (or ``POST body``) ``path``, with retries;
+        ``what`` names what ``read`` looks for, for the message when it is missing."""
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         data = None if body is None else json.dumps(body).encode()
         url = self.base + path
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(8.0, 0.5 * 2**attempt))
+        reason, attempt = "", 0
+        for attempt in range(1, self.retries + 2):
+            if attempt > 1:
+                time.sleep(min(8.0, self.backoff * 2 ** (attempt - 2)))
             req = urllib.request.Request(
                 url, data=data, headers=headers, method="GET" if body is None else "POST"
             )
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as response:
-                    return json.loads(response.read())
-            except urllib.error.HTTPError as e:
-                detail = e.read().decode(errors="replace")[:300]
-                last = RuntimeError(f"HTTP {e.code} from {url}: {detail}")
-                if e.code != 429 and e.code < 500:
-                    break  # the request itself is wrong
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-                last = RuntimeError(f"cannot reach {url}: {e}")
-            except json.JSONDecodeError as e:
-                last = RuntimeError(f"malformed response from {url}: {e}")
+                return self._attempt(req, read, what)
+            except _Retry as e:
+                reason = str(e)
+            except _GiveUp as e:
+                reason = str(e)
                 break
-        raise last or RuntimeError("unreachable")
+        tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+        raise PolicyError(f"{url}: {reason} ({tries})")
 
     def _first_model(self) -> str:
-        data = self._request("/models").get("data") or []
-        if not data:
-            raise RuntimeError(f"{self.base}/models lists no model: pass --model-name")
-        return str(data[0]["id"])
+        models = self._request("/models", read=lambda answer: answer["data"], what="model list")
+        if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+            raise PolicyError(f"{self.base}/models lists no model: pass --model-name")
+        return str(models[0]["id"])
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -234,14 +287,10 @@ class OpenAIPolicy:
             "stop": stop,
             "seed": seed % 2**31,
         }
-        payload = self._request("/chat/completions", body)
-        try:
-            text = str(payload["choices"][0]["message"]["content"] or "")
-        except (KeyError, IndexError, TypeError) as e:
-            raise RuntimeError(f"malformed completion from {self.base}: {payload!r:.300}") from e
+        # an answer without a completion (no choices, an error object) is retried like a 500
+        text, finish = self._request("/chat/completions", body, _completion, "completion")
         text = clean_text(text)  # a JSON "\\ud800" decodes to a lone surrogate: unwritable
         # OpenAI servers drop the matched stop string; the agent parser needs it back
-        finish = payload["choices"][0].get("finish_reason")
         if finish == "stop" and stop and not any(text.endswith(s) for s in stop):
             text += stop[0]
         return text
@@ -259,6 +308,38 @@ class OpenAIPolicy:
 
     def close(self) -> None:
         pass
+
+
+class _Retry(Exception):
+    """A failed try worth repeating (the server may answer next time)."""
+
+
+class _GiveUp(Exception):
+    """A failed try that would fail again (HTTP 4xx other than 408 and 429)."""
+
+
+def _error_body(error: urllib.error.HTTPError) -> bytes:
+    """The body of an HTTP error answer, or nothing when the connection drops while reading it."""
+    try:
+        return error.read()
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def _one_line(raw: bytes | str, limit: int = 160) -> str:
+    """An answer's text for a one-line message: whitespace runs (an HTML page's lines) joined."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit] + "...") if text else "(empty)"
+
+
+def _completion(payload: Any) -> tuple[str, str | None]:
+    """(text, finish_reason) of a chat completion; raises on anything else."""
+    choice = payload["choices"][0]
+    content = choice["message"]["content"]
+    if content is not None and not isinstance(content, str):
+        raise TypeError(f"content is {type(content).__name__}")
+    return content or "", choice.get("finish_reason")
 
 
 MODEL_POLICY = "seed_gym.tools.model_policy:ModelPolicy"
@@ -290,9 +371,24 @@ _OPTIONS = {
         "api_key",
         "timeout",
         "retries",
+        "backoff",
         "seed",
     },
 }
+
+# Kinds whose policies read text only: ``model:PATH`` samples with the trainer's text engine,
+# which refuses image observations on the first turn (VLM folders included). Known from the
+# spec, so ``seed-gym eval`` refuses an image modality before a model loads or a file is written.
+TEXT_ONLY_KINDS = frozenset({"model"})
+
+
+def accepts_images(policy_spec: str, policy: Any = None) -> bool:
+    """Whether the policy of ``policy_spec`` can act on image observations: the policy's own
+    ``accepts_images`` attribute when it has one, else False for ``TEXT_ONLY_KINDS``. Game
+    policies (``random``, ``oracle``) never read the observation, so they accept any."""
+    if policy is not None and hasattr(policy, "accepts_images"):
+        return bool(policy.accepts_images)
+    return policy_spec.partition(":")[0] not in TEXT_ONLY_KINDS
 
 
 def register_policy(kind: str, factory: PolicyFactory) -> None:

@@ -86,6 +86,11 @@ def discover(paths: list[str | Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _is_record(row: Any) -> bool:
+    """Metrics rows and trajectories are JSON objects; a stray ``[1, 2]`` line is skipped."""
+    return isinstance(row, dict)
+
+
 def load_run(path: Path) -> Run:
     if (path / "metrics.jsonl").is_file():
         config = {}
@@ -99,7 +104,7 @@ def load_run(path: Path) -> Run:
             method=algo,
             seed=config.get("seed"),
             config=config,
-            metrics=read_jsonl(path / "metrics.jsonl"),
+            metrics=read_jsonl(path / "metrics.jsonl", valid=_is_record),
         )
     results = json.loads((path / "results.json").read_text())
     info = results.get("policy_info") or {}
@@ -600,7 +605,7 @@ def collect_trajectories(runs: list[Run], per_run: int) -> list[tuple[str, dict[
         files = trajectory_files(run.path)
         picked: list[tuple[str, dict[str, Any]]] = []
         for f in reversed(files):
-            trajs = read_jsonl(f)
+            trajs = read_jsonl(f, valid=_is_record)
             trajs.sort(key=lambda t: (t.get("skill") is None, not t.get("won")))
             picked += [(f"{run.label}/{f.name}", t) for t in trajs]
             if len(picked) >= per_run:

@@ -15,6 +15,7 @@ from conftest import GUESS_ID, ROOT, import_example
 
 import seed_gym
 from seed_gym.evaluate import evaluate
+from seed_gym.policies import PolicyError
 from seed_gym.tools.model_policy import weights_sha256
 from seed_gym.trainer.backends.models import state_dict_sha256
 
@@ -188,7 +189,7 @@ def test_openai_policy_plays_through_a_real_endpoint(tmp_path, server):
 
 
 def test_openai_policy_unreachable_endpoint_fails_clearly(tmp_path):
-    with pytest.raises(RuntimeError, match="cannot reach http://127.0.0.1:9/v1/models"):
+    with pytest.raises(PolicyError, match="http://127.0.0.1:9/v1/models: cannot connect"):
         tiny_eval(tmp_path, "x", policy="openai:http://127.0.0.1:9", options={"retries": 0})
 
 

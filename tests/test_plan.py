@@ -69,11 +69,15 @@ def test_the_paper_presets():
             "vllm",
         )
         assert cfg.system.fsdp and cfg.rollout.max_new_tokens == 512 and cfg.algo == "seed"
+        # SEED.md Stage 1: the card games sample at T=1 and keep every parsed card; the text
+        # envs sample at 0.4 and keep what the with-skill rerun accepts
+        card_game = env in ("sokoban", "ezpoints")
         assert (cfg.stage1.tasks_per_type, cfg.stage1.rollouts, cfg.stage1.temperature) == (
             30,
             8,
-            0.4,
+            1.0 if card_game else 0.4,
         )
+        assert cfg.stage1.accept_filter == (not card_game)
         assert ("VL" in cfg.model) == (env in ("sokoban", "ezpoints"))
 
 

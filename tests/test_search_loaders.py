@@ -198,3 +198,78 @@ def test_corrupt_inputs_give_clear_errors(tmp_path):
         discover_splits(tmp_path / "nothing")
     with pytest.raises(FileNotFoundError):
         seed_gym.make("seed_gym/SearchQA-v0", data=str(tmp_path / "no-such-dir"))
+
+
+def _search_r1_nq_rows(split: str, n: int) -> list[dict]:
+    """Rows as Search-R1's ``nq_search.py`` writes them: data_source "nq", the question also in
+    the prompt, answers in reward_model, ``extra_info.index`` restarting at 0 in each file."""
+    return [
+        {
+            "id": f"{split}_{i}",
+            "question": f"{split} question number {i}?",
+            "golden_answers": [f"answer {i}"],
+            "data_source": "nq",
+            "prompt": [
+                {"role": "user", "content": f"... Question: {split} question number {i}?\n"}
+            ],
+            "ability": "fact-reasoning",
+            "reward_model": {"style": "rule", "ground_truth": {"target": [f"answer {i}"]}},
+            "extra_info": {"split": split, "index": i},
+        }
+        for i in range(n)
+    ]
+
+
+def test_a_search_r1_nq_only_folder_opens_every_split(tmp_path):
+    # no dataset outside the train ones: every split raised "the 'unseen' split is empty"
+    pq.write_table(pa.Table.from_pylist(_search_r1_nq_rows("train", 6)), tmp_path / "train.parquet")
+    test = _search_r1_nq_rows("test", 9)
+    pq.write_table(pa.Table.from_pylist(test), tmp_path / "test.parquet")
+    _corpus(tmp_path / "corpus.jsonl")
+    splits = discover_splits(tmp_path)
+    assert [len(splits[s]) for s in ("train", "seen", "unseen")] == [6, 5, 4]
+    held = splits["seen"] + splits["unseen"]
+    assert sorted(q.question for q in held) == sorted(r["question"] for r in test)
+    # the halves follow the ids' hashes, not the row order
+    pq.write_table(pa.Table.from_pylist(test[::-1]), tmp_path / "test.parquet")
+    again = discover_splits(tmp_path)
+    for s in ("seen", "unseen"):
+        assert sorted(q.id for q in again[s]) == sorted(q.id for q in splits[s])
+    for split in ("train", "seen", "unseen"):
+        env = seed_gym.make("seed_gym/SearchQA-v0", split=split, data=str(tmp_path))
+        obs, info = env.reset(seed=0)
+        assert info["split"] == split and info["task_type"] == "nq"
+        assert obs["text"].startswith(f"{'train' if split == 'train' else 'test'} question")
+        ids = env.unwrapped.manifest(split).task_ids
+        assert len(ids) == len(splits[split])
+
+
+def test_content_keys_ignore_punctuation_articles_and_case(tmp_path):
+    from seed_gym.checker import EnvCheckError, check_splits_disjoint_by_content
+
+    def row(q):
+        return {"question": q, "golden_answers": ["x"], "data_source": "d"}
+
+    _jsonl(tmp_path / "train.jsonl", [row("Who founded the study of physics")])
+    _jsonl(tmp_path / "seen.jsonl", [row("who founded  study of Physics?")])
+    _jsonl(tmp_path / "unseen.jsonl", [row("Who founded chemistry?")])
+    env = seed_gym.make("seed_gym/SearchQA-v0", split="seen", data=str(tmp_path))
+    raw = env.unwrapped
+    train, seen = raw.manifest("train").task_ids[0], raw.manifest("seen").task_ids[0]
+    assert raw.content_key(train) == raw.content_key(seen) == "who founded study of physics"
+    with pytest.raises(EnvCheckError, match="same content"):  # passed with a lowercase-only key
+        check_splits_disjoint_by_content(env)
+
+
+def test_the_offline_splits_stay_disjoint_under_the_em_key():
+    from seed_gym.checker import check_splits_disjoint_by_content
+
+    check_splits_disjoint_by_content(seed_gym.make("seed_gym/SearchQA-v0"))
+
+
+def test_bad_utf8_in_a_question_file_names_the_line(tmp_path):
+    (tmp_path / "q.jsonl").write_bytes(
+        b'{"question": "ok?", "golden_answers": ["y"]}\n{"q": "\xff"}\n'
+    )
+    with pytest.raises(ValueError, match=r"q.jsonl line 2 is not valid UTF-8"):
+        load_questions(tmp_path / "q.jsonl")

@@ -174,3 +174,62 @@ def test_client_retries_failed_queries_with_backoff():
         assert retriever.queries == []
     finally:
         server.close()
+
+
+# --- a server that answers 200 with something that is not results -------------------------------
+GOOD = {"result": [[{"document": {"id": "1", "contents": '"T"\ntext'}, "score": 1.0}]]}
+
+
+@pytest.mark.parametrize(
+    ("body", "fault"),
+    [
+        (b"<html>502 Bad Gateway</html>", "a body that is not JSON"),
+        (b'{"result": [[{"document": ', "a body that is not JSON"),
+        (b"\xff\xfe", "a body that is not JSON"),
+        (b"[" * 100_000, "a body that is not JSON"),
+        (b'{"error": "index not loaded"}', "no 'result' list of 1 row"),
+        (b'{"result": []}', "no 'result' list of 1 row"),
+        (b'{"result": ["abc"]}', "a 'result' row that is not a list"),
+        (b'{"result": [[{"document": {"id": "1"}}]]}', "a malformed passage"),
+        (b'{"result": [[{"document": {"contents": 7}}]]}', "a malformed passage"),
+        (b'{"result": [[{"document": {"contents": "x"}, "score": "high"}]]}', "a malformed"),
+        (b'{"result": [[17]]}', "a malformed passage"),
+    ],
+)
+def test_a_malformed_200_is_one_clear_error_after_the_retries(body, fault):
+    # seed-gym 0.3 raised a bare JSONDecodeError / KeyError from env.step
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from seed_gym.envs.search.retrieval import RetrievalError
+
+    answers = []
+
+    class Broken(BaseHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            # the first answers are broken, the last good: a client that retries recovers
+            payload = json.dumps(GOOD).encode() if len(answers) >= 3 else body
+            answers.append(payload)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with pytest.raises(RetrievalError) as e:
+            RemoteRetriever(url, retries=2, backoff=0.001).search(["q"], 1)
+        message = str(e.value)
+        assert f"retrieval server {url}/retrieve answered 200 with {fault}" in message
+        assert message.endswith("gave up after 3 tries") and "\n" not in message
+        assert len(answers) == 3
+        (row,) = RemoteRetriever(url, backoff=0.001).search(["q"], 1)  # the 4th answer is good
+        assert row == [Hit(Passage("1", "T", "text"), 1.0)]
+    finally:
+        server.shutdown()
+        server.server_close()

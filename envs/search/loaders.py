@@ -10,10 +10,16 @@
   ``{train,seen,unseen}.{jsonl,parquet}`` (seed-gym's own), ``{train,test}.parquet`` with a
   ``data_source`` column (Search-R1's merged files), or ``<dataset>/{train,dev,test}.{jsonl,parquet}``
   (FlashRAG) for the seven datasets.
+
+A folder whose held-out questions all come from the train datasets (Search-R1's NQ-only
+``train.parquet`` + ``test.parquet``) has no distribution shift to hold out, so its held-out
+questions are halved: ordered by the sha256 of ``data_source/id``, the first half (rounded up) is
+``seen`` and the rest ``unseen``, in file order within each (``_halve``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,14 +51,20 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         return
     if path.suffix not in (".jsonl", ".json"):
         raise ValueError(f"{path}: expected a .jsonl or .parquet file")
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
+    with open(path, "rb") as f:  # decoded per line, so a bad byte is named with its line
+        for i, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path} line {i} is not valid UTF-8") from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path} line {i} is not valid JSON: {e.msg}") from None
+            except (ValueError, RecursionError) as e:  # a 5000-digit number, [[[[... too deep
+                raise ValueError(f"{path} line {i} is not readable JSON: {e}") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path} line {i} is not a JSON object")
             yield i, row
@@ -165,6 +177,21 @@ def _unique(items: list[QAItem], where: Path) -> list[QAItem]:
     return items
 
 
+def _halve(items: list[QAItem]) -> tuple[list[QAItem], list[QAItem]]:
+    """(seen, unseen) of held-out questions that all come from the train datasets: the first
+    half by sha256 of ``data_source/id`` and the rest, each in file order. The hash, not the
+    row order, decides, so a reordered or regenerated file splits the same way; halving keeps
+    both evaluations as large as they can be (and unseen then is no distribution shift)."""
+
+    def rank(i: int) -> str:
+        return hashlib.sha256(f"{items[i].data_source}/{items[i].id}".encode()).hexdigest()
+
+    seen = set(sorted(range(len(items)), key=rank)[: (len(items) + 1) // 2])
+    return [q for i, q in enumerate(items) if i in seen], [
+        q for i, q in enumerate(items) if i not in seen
+    ]
+
+
 def discover_splits(
     data_dir: str | Path, train_datasets: tuple[str, ...] = SEARCH_R1_TRAIN
 ) -> dict[str, list[QAItem]]:
@@ -210,6 +237,8 @@ def discover_splits(
                 splits["seen" if d in train_datasets else "unseen"] += load_questions(
                     f, data_source=d
                 )
+    if splits["seen"] and not splits["unseen"]:
+        splits["seen"], splits["unseen"] = _halve(splits["seen"])
     for s, items in splits.items():
         if not items:
             raise ValueError(

@@ -288,14 +288,21 @@ def load_faiss_index(path: str | Path, corpus: Corpus, dim: int | None = None):
 
 
 # --- remote -------------------------------------------------------------------------------------
+class RetrievalError(RuntimeError):
+    """The retrieval server answered, but not with results: an error status, a body that is not
+    JSON, or JSON without ``result`` rows of passages. The message names the URL and the fault."""
+
+
 class RemoteRetriever:
     """Client of a retrieval server speaking Search-R1's API: ``POST /retrieve`` with
     ``{"queries": [...], "topk": k, "return_scores": true}`` answered by
     ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}``.
 
-    A query is idempotent, so a refused or reset connection, a timeout or a 5xx answer is
-    retried ``retries`` times, waiting ``backoff``, 2x``backoff``, 4x``backoff``... seconds
-    (a busy server under many workers dropped 3-4 of 150 steps without it); a 4xx is not."""
+    A query is idempotent, so a refused or reset connection, a timeout, a 5xx answer or a 200
+    whose body is not such results is retried ``retries`` times, waiting ``backoff``,
+    2x``backoff``, 4x``backoff``... seconds (a busy server under many workers dropped 3-4 of 150
+    steps without it); a 4xx is not. What still fails raises ``ConnectionError`` (unreachable)
+    or ``RetrievalError`` (a bad answer), never a bare ``KeyError`` from ``env.step``."""
 
     name = "remote"
 
@@ -311,42 +318,64 @@ class RemoteRetriever:
         body = json.dumps(
             {"queries": list(queries), "topk": int(k), "return_scores": True}
         ).encode()
-        for attempt in range(self.retries + 1):
+        for attempt in range(self.retries):
             try:
-                payload = self._post(body)
-                break
-            except (ConnectionError, _ServerError):
-                if attempt == self.retries:
-                    raise
+                return self._hits(self._post(body), len(queries))
+            except (ConnectionError, _Retry):
                 time.sleep(self.backoff * 2**attempt)
-        return [[_hit_from_json(item) for item in row] for row in payload["result"]]
+        try:  # the last try: what fails now is raised
+            return self._hits(self._post(body), len(queries))
+        except _Retry as e:  # raised as what it is, no longer as retryable
+            raise RetrievalError(f"{e}; gave up after {self.retries + 1} tries") from None
 
-    def _post(self, body: bytes) -> dict:
+    def _post(self, body: bytes) -> bytes:
         request = urllib.request.Request(
             self.url, data=body, headers={"Content-Type": "application/json"}
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
+                return response.read()
         except urllib.error.HTTPError as e:
-            error = _ServerError if e.code >= 500 else RuntimeError
+            error = _Retry if e.code >= 500 else RetrievalError
             raise error(
                 f"retrieval server {self.url} answered {e.code}: {e.read()[:300]!r}"
             ) from None
         except (urllib.error.URLError, OSError) as e:  # refused, reset, timed out
             raise ConnectionError(f"cannot reach the retrieval server {self.url}: {e}") from None
 
+    def _hits(self, body: bytes, n_queries: int) -> list[list[Hit]]:
+        """The hits of a 200 answer, or ``_Retry`` naming what is wrong with it."""
 
-class _ServerError(RuntimeError):
-    """A 5xx answer: worth retrying, unlike a 4xx."""
+        def bad(what: str) -> _Retry:
+            return _Retry(f"retrieval server {self.url} answered 200 with {what}: {body[:200]!r}")
+
+        try:
+            payload = json.loads(body)
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested too deep
+            raise bad("a body that is not JSON") from None
+        rows = payload.get("result") if isinstance(payload, dict) else None
+        if not isinstance(rows, list) or len(rows) != n_queries:
+            raise bad(f"no 'result' list of {n_queries} row(s)")
+        if not all(isinstance(row, list) for row in rows):
+            raise bad("a 'result' row that is not a list of passages")
+        try:
+            return [[_hit_from_json(item) for item in row] for row in rows]
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise bad(f"a malformed passage ({type(e).__name__}: {e})") from None
+
+
+class _Retry(RetrievalError):
+    """A 5xx answer or a malformed 200: worth retrying, unlike a 4xx."""
 
 
 def _hit_from_json(item: dict) -> Hit:
     doc, score = (item["document"], item.get("score", 0.0)) if "document" in item else (item, 0.0)
-    if "contents" in doc:
+    if isinstance(doc.get("contents"), str):
         passage = Passage.from_contents(str(doc.get("id", "")), doc["contents"])
-    else:  # Search-R1's BM25 path returns title/text
-        passage = Passage(str(doc.get("id", "")), doc.get("title", ""), doc.get("text", ""))
+    elif isinstance(doc.get("text"), str):  # Search-R1's BM25 path returns title/text
+        passage = Passage(str(doc.get("id", "")), str(doc.get("title", "")), doc["text"])
+    else:
+        raise ValueError("a document without a 'contents' or 'text' string")
     return Hit(passage, float(score))
 
 
