@@ -33,6 +33,13 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     import_modules_or_exit("seed-gym list", args.imports)
+    if args.algos:
+        from seed_gym.trainer.algorithms import ALGORITHMS  # torch: only when asked
+
+        width = max(map(len, ALGORITHMS))
+        for name, cls in sorted(ALGORITHMS.items()):
+            print(f"{name:<{width}}  {cls.description}")
+        return 0
     for env_id in list_envs():
         print(env_id)
     return 0
@@ -147,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = OneLineParser(prog="seed-gym", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="list registered env ids")
+    p = sub.add_parser("list", help="list registered env ids (--algos: training algorithms)")
+    p.add_argument(
+        "--algos", action="store_true", help="list the training algorithms (--algo) instead"
+    )
     _add_import(p)
     p.set_defaults(fn=_cmd_list)
     p = sub.add_parser(

@@ -17,6 +17,9 @@ from seed_gym.report import load_run, runs_table
 from seed_gym.trainer.config import FLAGS, GROUPS, PRESETS, TrainConfig, parse_args, tiny
 from seed_gym.trainer.train import train
 
+GUESS = str(
+    Path(__file__).parents[1] / "docs" / "examples" / "guess_number.py"
+)  # imported at parse
 FLAT = json.loads((Path(__file__).parent / "golden" / "train-configs-flat.json").read_text())
 # fields added since the golden file was written, with their defaults (CHANGELOG)
 ADDED_SINCE = {
@@ -33,6 +36,8 @@ ADDED_SINCE = {
     "target_kl": None,
     "isolate_builds": True,
     "format_warmup_skill_episodes": 0,
+    # 0.4.0: algorithms as plug-ins take their own options
+    "algo_arg": (),
 }
 
 
@@ -105,11 +110,11 @@ def test_every_flag_of_the_flat_cli_parses(capsys):
     cfg = parse_args(
         ["--lr", "0.5", "--eval-tasks", "3", "--sft-epochs", "2", "--format-warmup-episodes",
          "4", "--opd-coef", "0.2", "--no-sft", "--max-turns", "3", "--dual-clip", "None",
-         "--imports", "x.py", "--no-progress", "--eval-splits", "seen"]
+         "--imports", GUESS, "--no-progress", "--eval-splits", "seen"]
     )  # fmt: skip
     assert (cfg.optim.lr, cfg.eval.tasks, cfg.stage1.epochs, cfg.warmup.episodes) == (0.5, 3, 2, 4)
     assert (cfg.opd.coef, cfg.stage1.skip, cfg.rollout.max_turns) == (0.2, True, 3)
-    assert cfg.optim.dual_clip is None and cfg.imports == ("x.py",)
+    assert cfg.optim.dual_clip is None and cfg.imports == (GUESS,)
     assert cfg.system.progress is False and cfg.eval.splits == ("seen",)
 
 

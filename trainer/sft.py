@@ -1,6 +1,6 @@
 """``seed-gym sft``: SEED Stage 1 on its own (``train --algo seed`` runs it first by itself).
 
-    seed-gym sft --env seed_gym/EZPoints-v0 --preset smollm2-cpu --out runs/stage1
+seed-gym sft --env seed_gym/EZPoints-v0 --preset smollm2-cpu --out runs/stage1
 """
 
 from __future__ import annotations

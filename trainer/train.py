@@ -171,15 +171,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     run = start_run(cfg)
     cfg, algo, dist, logger = run.cfg, run.algorithm, run.dist, run.logger
     if not algo.trains:  # the prompting baseline: evaluate and stop
-        metrics = {**run.setup, **run_eval(run, 0)}
-        logger.log(0, metrics)
-        logger.close()
-        return metrics
-    setup = run.setup  # logged with this process's first line
-    if cfg.eval.at_start and run.start_iteration == 0 and dist.is_main:
-        truncate_metrics(run.run_dir / "metrics.jsonl", -1)  # killed before the 1st checkpoint
-        logger.log(0, {**setup, **run_eval(run, 0)})
-        setup = {}
+        return evaluate_only(run)
+    setup = eval_at_start(run)  # what is left to log with this process's first line
     train_tasks = task_ids(cfg.env, "train", **cfg.env_kwargs)
     B, G = cfg.rollout.tasks_per_iter, cfg.rollout.group_size
     # this rank's share of the B tasks (all of them with one process)
@@ -269,6 +262,24 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         logger.close()
         dist.shutdown()
     return metrics
+
+
+def evaluate_only(run: Run) -> dict[str, Any]:
+    """An algorithm that does not train (the prompting baseline): evaluate, log, stop."""
+    metrics = {**run.setup, **run_eval(run, 0)}
+    run.logger.log(0, metrics)
+    run.logger.close()
+    return metrics
+
+
+def eval_at_start(run: Run) -> dict[str, Any]:
+    """The starting policy's eval as iteration 0 (``--eval-at-start``, on a fresh run); returns
+    the setup metrics still to be logged (none once this line carried them)."""
+    if not (run.cfg.eval.at_start and run.start_iteration == 0 and run.dist.is_main):
+        return run.setup
+    truncate_metrics(run.run_dir / "metrics.jsonl", -1)  # killed before the 1st checkpoint
+    run.logger.log(0, {**run.setup, **run_eval(run, 0)})
+    return {}
 
 
 def eval_due(cfg: TrainConfig, iteration: int) -> bool:

@@ -511,31 +511,7 @@ def run_stage1(
     # acceptance filter, those that help on a rerun with the skill in the actor prompt
     t0 = time.perf_counter()
     annotator = make_annotator(cfg, tokenizer)
-    how = (f"{stage1.reruns} with-skill reruns per candidate skill" if stage1.accept_filter
-           else "every parsed skill kept")  # fmt: skip
-    _say(f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), {how}")
-    rerun_pool = _stage1_pool(cfg, tasks[:1], stage1.reruns) if stage1.accept_filter else None
-    reruns = iter(range(1, 1 << 30))
-
-    def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
-        k = next(reruns)
-        return collect(rerun_pool, engine, [traj.task_id], [traj.seed], sampling=sampling,
-                       seed=derive_seed(stage1.seed, 103, k), prefix=f"s1r{k}-",
-                       max_turns=cfg.rollout.max_turns, skills=[skill])  # fmt: skip
-
-    try:
-        report = build_stage1_rows(
-            trajs,
-            annotator,
-            rerun_fn if stage1.accept_filter else None,
-            env_id=cfg.env,
-            privileged=[t.privileged or {} for t in trajs],
-            reruns=stage1.reruns,
-            analyzer_kwargs=analyzer_kwargs(cfg.opd.analyzer_budget, tokenizer),
-        )
-    finally:
-        if rerun_pool is not None:
-            rerun_pool.close()
+    report = _annotate(cfg, annotator, engine, tasks, trajs, sampling, tokenizer)
     if stage1.balance:
         report.rows = balance_outcomes(report.rows, stage1.seed)
     replay = replay_rows(trajs, round(stage1.replay * len(report.rows)), seed=stage1.seed)
@@ -576,6 +552,46 @@ def run_stage1(
     }
     (out / STAGE1_FILES["meta"]).write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def _annotate(
+    cfg: Any,
+    annotator: Any,
+    engine: HFEngine,
+    tasks: list[str],
+    trajs: list[Trajectory],
+    sampling: SamplingParams,
+    tokenizer: Any,
+) -> Stage1Report:
+    """Stage 1 steps 2-3: the annotator (told each outcome) writes a skill per trajectory; every
+    parsed one is kept, or, with ``accept_filter``, those that help on with-skill reruns."""
+    stage1 = cfg.stage1
+    how = (f"{stage1.reruns} with-skill reruns per candidate skill" if stage1.accept_filter
+           else "every parsed skill kept")  # fmt: skip
+    _say(f"annotating {len(trajs)} trajectories ({getattr(annotator, 'name', 'annotator')}), {how}")
+    rerun_pool = _stage1_pool(cfg, tasks[:1], stage1.reruns) if stage1.accept_filter else None
+    reruns = iter(range(1, 1 << 30))
+
+    def rerun_fn(traj: Trajectory, skill: str | None, n: int) -> list[Trajectory]:
+        k = next(reruns)
+        return collect(rerun_pool, engine, [traj.task_id], [traj.seed], sampling=sampling,
+                       seed=derive_seed(stage1.seed, 103, k), prefix=f"s1r{k}-",
+                       max_turns=cfg.rollout.max_turns, skills=[skill])  # fmt: skip
+
+    try:
+        report = build_stage1_rows(
+            trajs,
+            annotator,
+            rerun_fn if stage1.accept_filter else None,
+            env_id=cfg.env,
+            privileged=[t.privileged or {} for t in trajs],
+            reruns=stage1.reruns,
+            analyzer_kwargs=analyzer_kwargs(cfg.opd.analyzer_budget, tokenizer),
+        )
+    finally:
+        if rerun_pool is not None:
+            rerun_pool.close()
+    return report
 
 
 def _say(msg: str) -> None:
