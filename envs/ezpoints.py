@@ -140,7 +140,8 @@ class EZPointsEnv(SeedEnv):
 
     Termination:
         ``terminated`` after ``=`` or an over-long formula; ``won`` iff the formula made 12.
-        The registry's ``TimeLimit`` truncates after 8 steps.
+        The registry's ``TimeLimit`` truncates after 8 steps. Steps after the end pay 0 and
+        repeat ``won``.
 
     Splits:
         Tasks are ordered pairs of two different cards whose values the reference deal can
@@ -168,7 +169,7 @@ class EZPointsEnv(SeedEnv):
         self._cards: tuple[Card, Card] | None = None
         self._formula: list[str] = []
         self._used = [False, False]
-        self._done = False
+        self._done = self._won = False
 
     def manifest(self, split: str) -> SplitManifest:
         return ezpoints_manifest(split)
@@ -205,6 +206,7 @@ class EZPointsEnv(SeedEnv):
         feedback: str = "",
     ):
         self._done = self._done or terminated
+        self._won = self._won or won
         info = self._info(
             won=won,
             action_is_valid=valid,
@@ -220,7 +222,7 @@ class EZPointsEnv(SeedEnv):
         self._cards = parse_task_id(self.task_id)
         self._formula = []
         self._used = [False, False]
-        self._done = False
+        self._done = self._won = False
         info = self._info(admissible_actions=list(TOKENS), **{"ezpoints.formula": ""})
         return self._obs(), info
 
@@ -228,8 +230,10 @@ class EZPointsEnv(SeedEnv):
         if self._cards is None:
             raise RuntimeError("call reset() before step()")
         token = self._as_action(action)
-        if self._done:
-            return self._result(0.0, terminated=True, valid=False, feedback="The episode is over.")
+        if self._done:  # pays nothing and repeats the outcome
+            return self._result(
+                0.0, terminated=True, won=self._won, valid=False, feedback="The episode is over."
+            )
         if token not in TOKENS:
             shown = f"Illegal token {token[:40]!r}" if token is not None else "No token"
             return self._result(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seed_gym.checker import check_env
-from seed_gym.core import INFO_KEYS, SeedEnv
+from seed_gym.core import INFO_KEYS, FreezeAtEnd, SeedEnv
 from seed_gym.registration import (
     agent_spec,
     list_envs,
@@ -22,6 +22,7 @@ __all__ = [
     "INFO_KEYS",
     "SPLITS",
     "FreeText",
+    "FreezeAtEnd",
     "SeedEnv",
     "SplitManifest",
     "agent_spec",

@@ -2,13 +2,13 @@
 
 On top of gymnasium's own checker it verifies the info vocabulary, pinned tasks, determinism under
 a seed (byte for byte), garbage actions (never raise, flagged invalid), the reward rules
-(unparseable output never pays more than the worst in-format action; nothing is paid after the
-end), pickling, and split manifests (non-empty, stable, disjoint by id and by content).
+(unparseable output never pays more than the worst in-format action; nothing is paid or won
+after the end, by termination or by truncation), pickling, and split manifests (non-empty, stable,
+disjoint by id and by content).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import pickle
 import warnings
@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from gymnasium.wrappers import TimeLimit
 
 from seed_gym.core import INFO_KEYS, SeedEnv
 from seed_gym.registration import agent_spec
@@ -159,33 +160,87 @@ def check_invalid_output_never_pays(
                 break
 
 
-def check_nothing_paid_after_the_end(
-    env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), max_steps: int = 60
+def _next_action(env: gym.Env, rng: np.random.Generator, info: dict) -> Any:
+    """The oracle's action when the env has one, else a seeded sample."""
+    try:
+        return env.unwrapped.oracle_action()
+    except NotImplementedError:
+        return env.unwrapped.sample_action(rng, info.get("admissible_actions"))
+
+
+def _check_after_the_end(
+    env: gym.Env, rng: np.random.Generator, info: dict, *, where: str, after: int
 ) -> None:
-    """Once an episode has terminated, further steps (any action, the oracle's included) return
-    reward 0. Episodes are driven by the oracle when the env has one, else randomly."""
+    """``after`` steps of the oracle (or sampled actions), then garbage, past an ended episode
+    (its last step's ``info`` given) each pay exactly 0 and win nothing the episode had not."""
+    won = bool(info["won"])
+    actions = [_next_action(env, rng, info) for _ in range(after)]
+    actions += [env.unwrapped.sample_action(rng, info.get("admissible_actions")), None, "x"]
+    for n, action in enumerate(actions, 1):
+        _, reward, _, _, info = env.step(action)
+        if reward != 0.0:
+            _fail(f"{where}: step({action!r:.40}) after the end paid {reward}; expected 0")
+        if info.get("won") is True and not won:
+            _fail(f"{where}: step({action!r:.40}) after the end set won=True ({n} steps after)")
+
+
+def _with_step_limit(env: gym.Env, limit: int) -> gym.Env | None:
+    """A copy of ``env`` whose outermost ``TimeLimit`` truncates after ``limit`` steps (the
+    first limit to end an episode, so a freeze inside it would miss the end); None when
+    ``env`` has no ``TimeLimit`` (nothing is ever truncated)."""
+    env = copy.deepcopy(env)
+    inner = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, TimeLimit):
+            inner._max_episode_steps = min(inner._max_episode_steps, limit)
+            return env
+        inner = inner.env
+    return None
+
+
+def check_nothing_paid_after_the_end(
+    env: gym.Env, *, seeds: tuple[int, ...] = (0, 1), max_steps: int = 60, after: int = 20
+) -> None:
+    """Once an episode has ended, by termination or by truncation (the step limit), ``after``
+    further steps (the oracle's actions, then sampled and garbage ones) each pay exactly 0 and
+    never set ``won`` the episode did not have.
+
+    Three ends are checked for each seed. Termination: the episode driven by the oracle (when
+    the env has one, else randomly) in ``env`` as given, and in the env class stepped directly
+    (``env.unwrapped``: an env's own end is final even without ``make``'s wrappers).
+    Truncation: a copy of ``env`` with a step limit of 1 is stepped once with a no-op (garbage
+    never ends a game), so the limit ends an episode the game still plays; the oracle's next
+    actions would make progress there, and win, if the env kept playing. A made env passes by
+    its ``FreezeAtEnd`` (``seed_gym.register`` puts one around the ``TimeLimit``); a
+    ``TimeLimit`` outside it is caught here.
+    """
+    raw = env.unwrapped
+    ends = [("", env)] if raw is env else [("", env), (", the env class stepped directly", raw)]
     for seed in seeds:
+        for label, target in ends:
+            rng = np.random.default_rng(seed)
+            _, info = target.reset(seed=seed)
+            for _ in range(max_steps):
+                _, _, terminated, truncated, info = target.step(_next_action(target, rng, info))
+                if terminated:
+                    break
+                if truncated:
+                    _, info = target.reset(seed=seed + 1000)
+            else:
+                continue  # the episode never terminated: nothing to check for this seed
+            where = f"seed {seed}, after termination{label}"
+            _check_after_the_end(target, rng, info, where=where, after=after)
+        env.reset(seed=seed)  # the wrappers' state, after stepping the class directly
+
+        short = _with_step_limit(env, 1)
+        if short is None:
+            continue  # no step limit: nothing is ever truncated
         rng = np.random.default_rng(seed)
-        _, info = env.reset(seed=seed)
-        for _ in range(max_steps):
-            try:
-                action = env.unwrapped.oracle_action()
-            except NotImplementedError:
-                action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
-            _, _, terminated, truncated, info = env.step(action)
-            if terminated:
-                break
-            if truncated:
-                _, info = env.reset(seed=seed + 1000)
-        else:
-            continue  # the episode never terminated: nothing to check for this seed
-        extra = [env.unwrapped.sample_action(rng, info.get("admissible_actions")), None, "x"]
-        with contextlib.suppress(NotImplementedError):
-            extra.insert(0, env.unwrapped.oracle_action())
-        for action in extra:
-            reward = env.step(action)[1]
-            if reward != 0.0:
-                _fail(f"seed {seed}: step({action!r:.40}) after the end paid {reward}; expected 0")
+        short.reset(seed=seed)
+        _, _, terminated, truncated, info = short.step(None)
+        if truncated and not terminated:
+            where = f"seed {seed}, after truncation"
+            _check_after_the_end(short, rng, info, where=where, after=after)
 
 
 def check_splits_disjoint_by_content(env: gym.Env) -> None:

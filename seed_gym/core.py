@@ -1,4 +1,5 @@
-"""The base class of every seed-gym env: seeding, task choice, the info vocabulary, invalid input.
+"""The base class of every seed-gym env: seeding, task choice, the info vocabulary, invalid input;
+and ``FreezeAtEnd``, the wrapper that makes every step after the end a no-op.
 
 A subclass implements ``reset`` and ``step`` with the gymnasium signatures and leans on four
 helpers: ``_choose_task`` (pinned ``options["task_id"]`` or a seeded draw from the split),
@@ -168,3 +169,53 @@ class SeedEnv(gym.Env[dict, str]):
             return admissible_actions[int(rng.integers(len(admissible_actions)))]
         self.action_space.seed(int(rng.integers(2**31)))
         return self.action_space.sample()
+
+
+class FreezeAtEnd(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Every step after the end of an episode is a no-op that pays nothing.
+
+    Description:
+        Gymnasium leaves steps after ``terminated`` or ``truncated`` undefined, and a game only
+        knows its own end: behind the step limit (the registry's ``TimeLimit``, outside the env)
+        every seed-gym env played on, and 20 oracle steps after truncation paid +10.5 (Sokoban),
+        +10 (EZPoints, ALFWorld, WebShop) or +1 (SearchQA) with ``won=True``. Here, once a step
+        has returned ``terminated`` or ``truncated`` (the env's or any step limit's inside this
+        wrapper), the inner env is not stepped again until ``reset``. ``seed_gym.register``
+        puts it around the ``TimeLimit`` of every made env (``seed_gym.make``, ``gym.make``),
+        and ``wrap_agent`` around the agent layer. An env class stepped directly has no step
+        limit, and its own termination must still be final (``check_env`` checks both).
+    Rewards:
+        0.0 after the end: no win, no step cost, no penalty.
+    Termination:
+        After the end, every step returns the last observation and the same ``terminated`` and
+        ``truncated`` as the step that ended the episode.
+    Info:
+        The last step's info (``won`` as it was), with ``action_is_valid=False`` (the action was
+        not played) and each key of ``zeroed`` set to 0.0 (per-step charges such as the agent
+        layer's ``format_penalty``, which must not be repeated).
+    """
+
+    def __init__(self, env: gym.Env, zeroed: tuple[str, ...] = ()):
+        gym.utils.RecordConstructorArgs.__init__(self, zeroed=tuple(zeroed))
+        gym.Wrapper.__init__(self, env)
+        self.zeroed = tuple(zeroed)
+        self._end: tuple[Any, bool, bool, dict[str, Any]] | None = None
+
+    @property
+    def episode_over(self) -> bool:
+        """Whether the episode has ended (steps are no-ops until ``reset``)."""
+        return self._end is not None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._end = None
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any):
+        if self._end is not None:
+            obs, terminated, truncated, info = self._end
+            info = {**info, "action_is_valid": False, **dict.fromkeys(self.zeroed, 0.0)}
+            return obs, 0.0, terminated, truncated, info
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            self._end = (obs, bool(terminated), bool(truncated), dict(info))
+        return obs, reward, terminated, truncated, info

@@ -17,10 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import WrapperSpec
 
+from seed_gym.core import FreezeAtEnd
 from seed_gym.splits import SPLITS, SplitManifest
 
 NAMESPACE = "seed_gym"
+FREEZE_AT_END = WrapperSpec(
+    name=FreezeAtEnd.class_name(),
+    entry_point=f"{FreezeAtEnd.__module__}:{FreezeAtEnd.__name__}",
+    kwargs={"zeroed": ()},
+)
 _AGENT_SPECS: dict[str, str | Any] = {}
 
 
@@ -33,13 +40,17 @@ def register(
     kwargs: dict[str, Any] | None = None,
 ) -> None:
     """Register an env (also from user code). ``agent_spec`` is an ``AgentSpec`` or its import
-    path ``"module:NAME"``. ``id`` must look like ``namespace/Name-vN``."""
+    path ``"module:NAME"``. ``id`` must look like ``namespace/Name-vN``. A made env is the env
+    in a ``TimeLimit`` of ``max_episode_steps`` in a ``FreezeAtEnd`` (steps after the end, by
+    termination or truncation, pay nothing)."""
     gym.register(
         id=id,
         entry_point=entry_point,
         max_episode_steps=max_episode_steps,
         kwargs=kwargs or {},
         disable_env_checker=True,  # seed_gym.check_env is stricter; run it in tests instead
+        # outside the TimeLimit, so it sees truncation too (gymnasium applies these last)
+        additional_wrappers=(FREEZE_AT_END,),
     )
     _AGENT_SPECS[id] = agent_spec
 
@@ -70,7 +81,10 @@ def _require(env_id: str) -> None:
 
 
 def make(env_id: str, split: str = "train", modality: str | None = None, **kwargs: Any) -> gym.Env:
-    """Make the raw game: ``TimeLimit`` around the env. Extra kwargs go to the env constructor."""
+    """Make the raw game: the env in a ``TimeLimit`` in a ``FreezeAtEnd`` (nothing is played or
+    paid after the end). Extra kwargs go to the env constructor (``max_episode_steps`` to the
+    ``TimeLimit``: a limit of your own goes here, as a ``TimeLimit`` outside the freeze would
+    end episodes it never sees)."""
     _require(env_id)
     if modality is not None:
         kwargs["modality"] = modality

@@ -14,6 +14,7 @@ from gymnasium.wrappers import TimeLimit
 
 from seed_gym import check_env
 from seed_gym.checker import EnvCheckError
+from seed_gym.core import FreezeAtEnd
 from seed_gym.splits import SplitManifest
 
 guess_number = import_example()
@@ -21,7 +22,8 @@ Base = guess_number.GuessNumberEnv
 
 
 def made(cls, split="train"):
-    return TimeLimit(cls(split=split), 12)
+    """What ``seed_gym.make`` builds: the env in a ``TimeLimit`` in a ``FreezeAtEnd``."""
+    return FreezeAtEnd(TimeLimit(cls(split=split), 12))
 
 
 class MissingInfoKey(Base):
@@ -90,6 +92,16 @@ class PaysAfterTheEnd(Base):
         return super().step(action)
 
 
+class WinsAfterTheEnd(Base):
+    """Pays nothing after the end but reports the right guess as a win again."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.done and self._as_action(action) == str(self.secret):
+            info["won"] = True
+        return obs, reward, terminated, truncated, info
+
+
 class AcceptsUnknownTasks(Base):
     def _choose_task(self, options):
         if options and options.get("task_id") not in self.task_ids:
@@ -149,7 +161,11 @@ def test_the_unbroken_example_passes():
         (GarbageCountsAsValid, r"must set action_is_valid=False"),
         (AcceptsUnknownTasks, r"unknown task_id must raise ValueError"),
         (GarbageIsARefuge, r"unparseable output scores -0.200 .* scores -0.500"),
-        (PaysAfterTheEnd, r"after the end paid 1.0; expected 0"),
+        (
+            PaysAfterTheEnd,
+            r"seed 0, after termination, the env class stepped directly: step\('\d+'\) after "
+            r"the end paid 1.0; expected 0",
+        ),
         (UnstableManifest, r"split manifests are not stable"),
         (SameContentOtherId, r"'secret-5' \(seen\) has the same content as 'secret-6' \(train\)"),
         (NotASeedEnv, r"must subclass seed_gym.SeedEnv"),
@@ -158,6 +174,32 @@ def test_the_unbroken_example_passes():
 def test_check_env_catches(cls, message):
     with pytest.raises(EnvCheckError, match=message):
         check_env(TimeLimit(cls(), 12) if cls is NotASeedEnv else made(cls))
+
+
+def test_check_env_catches_a_step_limit_without_freeze_at_end():
+    """Truncation is the ``TimeLimit``'s, outside the game: behind a bare one the game plays on,
+    and the oracle's guess after truncation paid +1 with won=True (the suite paid +10)."""
+    with pytest.raises(
+        EnvCheckError, match=r"seed 0, after truncation: step\('\d+'\) after the end paid 1.0"
+    ):
+        check_env(TimeLimit(Base(), 12))
+    # a step limit added outside the freeze is just as bare
+    with pytest.raises(EnvCheckError, match=r"after truncation: .* paid 1.0"):
+        check_env(TimeLimit(made(Base), 5))
+
+
+class FreezesButWins(FreezeAtEnd):
+    """Pays nothing after the end but reports a win on every step after it."""
+
+    def step(self, action):
+        over = self.episode_over
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "won": info["won"] or over}
+
+
+def test_check_env_catches_a_win_after_the_end():
+    with pytest.raises(EnvCheckError, match=r"after truncation: .* after the end set won=True"):
+        check_env(FreezesButWins(TimeLimit(Base(), 12)))
 
 
 def test_check_env_catches_nondeterministic_resets():

@@ -85,7 +85,9 @@ def test_juxtaposed_numbers_are_not_one_number():
 
 
 def test_illegal_tokens_cost_nothing_and_change_nothing():
-    env = seed_gym.make(ENV_ID, split=_split_of("ezpoints-5H-7S"), modality="text")
+    # ten steps: past the 8-step limit, after which nothing is played (FreezeAtEnd)
+    split = _split_of("ezpoints-5H-7S")
+    env = seed_gym.make(ENV_ID, split=split, modality="text", max_episode_steps=10)
     env.reset(options={"task_id": "ezpoints-5H-7S"})
     for bad in ("3", "12", "x", "", None, "5 +", "-"):
         obs, r, term, trunc, info = env.step(bad)

@@ -1,6 +1,6 @@
 """The LLM-facing layer: prompts, history, parsing, penalties, images, recording, group pools."""
 
-from seed_gym.wrappers.agent import AgentEnv, wrap_agent
+from seed_gym.wrappers.agent import AgentEnv, EncodableInfo, wrap_agent
 from seed_gym.wrappers.history import AnchorInfo, TurnHistory
 from seed_gym.wrappers.parse import ParseAction
 from seed_gym.wrappers.pool import EnvPool, make_group_pool
@@ -16,6 +16,7 @@ __all__ = [
     "AgentSpec",
     "AnchorInfo",
     "AttachImages",
+    "EncodableInfo",
     "EnvPool",
     "EnvPoolError",
     "EpisodeRecorder",
