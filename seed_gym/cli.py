@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 import time
 import traceback
@@ -148,7 +149,14 @@ DELEGATED = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # `seed-gym list | head`: the reader left, which is no error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        return 0
+
+
+def _main(argv: list[str]) -> int:
     if argv and argv[0] in DELEGATED:
         return _delegate(DELEGATED[argv[0]])(argv[1:])
 

@@ -78,3 +78,11 @@ def test_registry_refuses_a_second_class_under_a_taken_name_and_names_import():
         register_algorithm(object)
     with pytest.raises(ValueError, match="--import"):
         TrainConfig.from_dict({**tiny().to_dict(), "algo": "no-such-algo"})
+
+
+def test_list_algos_names_the_built_in_ones_and_the_imported_one(capsys):
+    from seed_gym.cli import main
+
+    assert main(["list", "--algos", "--import", RLOO]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert {"grpo", "seed", "skill-grpo", "static-skills", "opsd", "prompt", "rloo"} == set(names)
