@@ -41,7 +41,6 @@ import argparse
 import contextlib
 import json
 import math
-import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -51,10 +50,11 @@ import numpy as np
 
 import seed_gym
 from seed_gym import stats
-from seed_gym.folder_lock import FolderLockedError, folder_lock
+from seed_gym.folder_lock import FolderLockedError, folder_lock, out_problem
 from seed_gym.jsonl import json_line, read_jsonl
 from seed_gym.policies import PolicyError, accepts_images, make_policy, openai_url_problem
 from seed_gym.registration import env_class, split_manifest
+from seed_gym.seeding import SEED_MAX
 from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
 from seed_gym.usage import (
     OneLineParser,
@@ -179,7 +179,6 @@ def summarize(
 
 
 # --- argument checks: all of them before a model loads or --out is touched ------------------------
-SEED_MAX = 2**63 - 1  # what numpy, torch and int64 columns take
 N_BOOT_MAX = 1_000_000  # ~30 s of resampling (5 statistics, 20 tasks); the default 2000 is plenty
 RETRIES_MAX = 10
 # An episode held in memory (its record, actions, extras and queue entry): ~1.5 KB measured for
@@ -257,21 +256,6 @@ def size_problem(*, k: int, n_boot: int, n_tasks: int, memory: int | None = None
     boot_max = min(N_BOOT_MAX, max(1, budget // (8 * n_tasks + 40)))
     if n_boot > boot_max:
         return f"--n-boot must be in [1, {boot_max}] {why}, not {n_boot}"
-    return None
-
-
-def out_problem(out: str | Path) -> str | None:
-    """Why ``--out`` cannot be the eval's folder: a file, under a file, or not writable."""
-    path = Path(out).expanduser()
-    if path.exists() and not path.is_dir():
-        return f"--out {out} is a file; give a folder (it will hold results.json, episodes.jsonl)"
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"--out {out}: {existing} is a file, not a folder"
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return f"--out {out}: {existing} is not writable"
     return None
 
 
@@ -769,7 +753,7 @@ def checked_env_kwargs(prog: str, args: argparse.Namespace) -> dict[str, Any]:
     if problem is None and args.save_trajectories and not args.out:
         problem = "--save-trajectories needs --out"
     if problem is None and args.out:
-        problem = out_problem(args.out)
+        problem = out_problem(args.out, holds="results.json, episodes.jsonl")
     if problem:
         usage_error(prog, problem)
     import_modules_or_exit(prog, args.imports)

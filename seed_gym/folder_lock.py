@@ -20,6 +20,23 @@ from pathlib import Path
 LOCK_NAME = ".lock"
 
 
+def out_problem(out: str | Path, *, holds: str) -> str | None:
+    """Why ``--out`` cannot be a command's output folder (one line; None when it can): a file,
+    under a file, or not writable. ``holds`` names what the folder will hold, for the message.
+    Checked before anything is written."""
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        return f"--out {out} is a file; give a folder (it will hold {holds})"
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out {out}: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"--out {out}: {existing} is not writable"
+    return None
+
+
 class FolderLockedError(RuntimeError):
     """Another live process holds the folder's lock."""
 

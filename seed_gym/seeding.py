@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+SEED_MAX = 2**63 - 1  # the largest --seed: what numpy, torch and int64 columns take
+
 
 def derive_seed(*parts: int) -> int:
     """An independent 62-bit seed for the tuple ``parts`` (e.g. run seed, iteration, purpose)."""

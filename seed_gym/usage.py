@@ -3,35 +3,31 @@
 A mistyped env id, split, modality, step limit, policy or ``--env-kwarg`` is a user error, not a
 bug: it ends the command with one line on stderr that names the bad value and the valid choices
 (``seed-gym eval: unknown split 'dev'; choose one of: train, seen, unseen``), exit code 2, and
-before anything is written. Tracebacks stay for real failures.
+before anything is written. Tracebacks stay for real failures. ``usage_error``,
+``OneLineParser`` and ``USAGE_EXIT`` live in ``seed_gym.oneline`` (the trainer uses them too).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from seed_gym.oneline import USAGE_EXIT, OneLineParser, usage_error
 from seed_gym.policies import POLICIES
 from seed_gym.registration import env_args_problem, import_env_modules, parse_env_kwargs
 from seed_gym.trainer.backends.models import VLM_BUILDERS
 
-USAGE_EXIT = 2  # argparse's code for a usage error
-
-
-def usage_error(prog: str, message: str) -> NoReturn:
-    """End the command: one line ``PROG: MESSAGE`` on stderr, exit code 2."""
-    import sys
-
-    print(f"{prog}: {' '.join(str(message).split())}", file=sys.stderr)
-    raise SystemExit(USAGE_EXIT)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line (argparse prints the usage first)."""
-
-    def error(self, message: str) -> NoReturn:
-        usage_error(self.prog, f"{message} (see {self.prog} --help)")
+__all__ = [
+    "USAGE_EXIT",
+    "OneLineParser",
+    "add_env_kwarg_argument",
+    "check_env_args",
+    "check_policy_spec",
+    "env_kwargs_or_exit",
+    "import_modules_or_exit",
+    "usage_error",
+]
 
 
 def add_env_kwarg_argument(parser: argparse.ArgumentParser) -> None:

@@ -124,7 +124,7 @@ def test_replace_takes_flag_names_and_checks_the_result():
     assert tiny().optim.lr == 1e-3  # a copy
     with pytest.raises(ValueError, match="unknown config field 'learning_rate'"):
         tiny().replace(learning_rate=1.0)
-    with pytest.raises(ValueError, match="micro_batch must be >= 1"):
+    with pytest.raises(ValueError, match="--micro-batch must be >= 1"):
         tiny().replace(micro_batch=0)
 
 

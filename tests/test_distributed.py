@@ -313,5 +313,5 @@ def test_world_size_without_torchrun_is_a_clear_error(monkeypatch):
 
 
 def test_config_rejects_unknown_rollout_mode():
-    with pytest.raises(ValueError, match="dist_rollout"):
+    with pytest.raises(ValueError, match="--dist-rollout"):
         TrainConfig().replace(dist_rollout="everyone")

@@ -316,11 +316,11 @@ def test_config_invariants_for_seed_flags():
     assert {"seed", "skill-grpo", "static-skills", "opsd"} <= set(ALGOS)
     with pytest.raises(ValueError, match="need a teacher"):
         TrainConfig().replace(algo="grpo", positive_only=True)
-    with pytest.raises(ValueError, match="teacher_advantage replaces"):
+    with pytest.raises(ValueError, match="--teacher-advantage replaces"):
         TrainConfig().replace(algo="seed", positive_only=True, teacher_advantage=True)
-    with pytest.raises(ValueError, match="opd_beta"):
+    with pytest.raises(ValueError, match="--opd-beta"):
         TrainConfig().replace(algo="seed", opd_beta=0.0)
-    with pytest.raises(ValueError, match="sft_annotator"):
+    with pytest.raises(ValueError, match="--sft-annotator"):
         TrainConfig().replace(algo="seed", sft_annotator="gpt")
     cfg = TrainConfig(algo="seed")
     assert cfg.opd.coef == 0.01 and cfg.opd.beta == 5.0 and cfg.stage1.temperature == 0.4

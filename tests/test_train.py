@@ -100,7 +100,7 @@ def test_target_kl_stops_the_update_early(tmp_path):
     assert full["train/optimizer_steps"] == loose["train/optimizer_steps"] == 4
     assert "train/early_stop" not in full and loose["train/early_stop"] == 0.0
     assert 1 <= tight["train/optimizer_steps"] < 4 and tight["train/early_stop"] == 1.0
-    with pytest.raises(ValueError, match="target_kl"):
+    with pytest.raises(ValueError, match="--target-kl"):
         _cfg(tmp_path, "bad", target_kl=0.0)
 
 
@@ -152,7 +152,7 @@ def test_sampled_eval_runs_k_episodes_per_task_and_is_reproducible(tmp_path):
     b = train(_cfg(tmp_path, "b", eval_splits=("seen",), **kw))
     assert a["eval/seen/episodes"] == 6.0  # 2 tasks x 3 samples
     assert deterministic_metrics(a) == deterministic_metrics(b)
-    with pytest.raises(ValueError, match="eval_temperature"):
+    with pytest.raises(ValueError, match="--eval-temperature"):
         _cfg(tmp_path, "c", env=ECHO_ID, eval_samples=2)
 
 
@@ -217,9 +217,9 @@ def test_task_stream_is_a_function_of_position():
 def test_config_invariants():
     with pytest.raises(ValueError, match="algo"):
         TrainConfig(algo="nope")
-    with pytest.raises(ValueError, match="group_size"):
+    with pytest.raises(ValueError, match="--group-size"):
         TrainConfig().replace(group_size=1)
-    with pytest.raises(ValueError, match="dual_clip"):
+    with pytest.raises(ValueError, match="--dual-clip"):
         TrainConfig().replace(dual_clip=0.5)
     with pytest.raises(ValueError, match="eval splits"):
         TrainConfig().replace(eval_splits=("test",))

@@ -20,9 +20,17 @@ Algorithms are plug-ins (``trainer/algorithms``): each checks the fields it read
 from __future__ import annotations
 
 import argparse
+import contextlib
+import contextvars
 import dataclasses
 import functools
+import io
 import json
+import math
+import numbers
+import re
+import sys
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,13 +39,17 @@ from typing import Annotated, Any
 
 import tyro
 
+from seed_gym.oneline import one_line, usage_error
+from seed_gym.policies import openai_url_problem
 from seed_gym.registration import import_env_modules, parse_env_kwargs
+from seed_gym.seeding import SEED_MAX
 from seed_gym.splits import SPLITS
 from seed_gym.trainer.algorithms import ALGORITHMS
 from seed_gym.trainer.backends.models import bf16_is_fast
 
 # algorithm name -> one-line description (the classes are in trainer/algorithms)
 ENGINES = ("hf", "vllm")
+BACKENDS = ("local", "subprocess", "ray")  # env pools (``make_group_pool``)
 # GRPO score granularity (``advantage``)
 ADVANTAGES = ("step", "trajectory")
 # flags a config.json written before 0.2 lacks -> the value that keeps such a run's semantics
@@ -50,10 +62,55 @@ def flag(name: str) -> Any:
     return tyro.conf.arg(name=name)
 
 
+# --- checks: every message names the flag, the value and the valid range -------------------------
+# tyro builds the groups while it parses; ``parse_args`` defers their checks and runs them on the
+# finished config, so a bad value is one line naming its flag, not tyro's box (``parse_args``)
+_CHECKS_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("checks", default=False)
+
+
+def _checking() -> bool:
+    return not _CHECKS_DEFERRED.get()
+
+
+def flag_of(cls: type, attr: str) -> str:
+    """The command-line flag of field ``attr`` of ``cls`` (``--group-size``, ``--eval-tasks``)."""
+    return "--" + _flag_names(cls)[attr].replace("_", "-")
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _need(
+    obj: Any, attr: str, ok: Callable[[Any], bool], valid: str, *, optional: bool = False
+) -> None:
+    """``ValueError`` naming the flag, the value and ``valid`` unless ``ok(value)`` (or, with
+    ``optional``, the value is None). NaN fails every comparison, so it is refused like any
+    value out of range."""
+    value = getattr(obj, attr)
+    if value is None and optional:
+        return
+    try:
+        fine = value is not None and bool(ok(value))
+    except TypeError:  # a value of another type (the Python API takes anything)
+        fine = False
+    if not fine:
+        valid += " or None" if optional else ""
+        raise ValueError(f"{flag_of(type(obj), attr)} must be {valid}, not {_shown(value)}")
+
+
 def _at_least_one(obj: Any, *names: str) -> None:
     for name in names:
-        if getattr(obj, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(obj, name)}")
+        _need(obj, name, lambda v: v >= 1, ">= 1")
+
+
+def _finite_at_least_zero(obj: Any, *names: str) -> None:
+    for name in names:
+        _need(obj, name, lambda v: 0 <= v < math.inf, ">= 0 and finite")
+
+
+def _one_of(obj: Any, attr: str, choices: tuple[str, ...] | list[str]) -> None:
+    _need(obj, attr, lambda v: v in choices, f"one of: {', '.join(choices)}")
 
 
 @dataclass
@@ -76,13 +133,12 @@ class RolloutConfig:
     """prompts per generation forward pass"""
 
     def __post_init__(self):
+        if not _checking():
+            return
         _at_least_one(self, "tasks_per_iter", "group_size", "max_new_tokens", "gen_batch")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.max_turns is not None and self.max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1 or None, got {self.max_turns}")
+        _need(self, "top_p", lambda v: 0.0 < v <= 1.0, "in (0, 1]")
+        _finite_at_least_zero(self, "temperature")
+        _need(self, "max_turns", lambda v: v >= 1, ">= 1", optional=True)
 
 
 @dataclass
@@ -133,20 +189,22 @@ class OptimConfig:
     """score old logprobs with the trainer before the update instead of using the engine's"""
 
     def __post_init__(self):
-        _at_least_one(self, "ppo_epochs", "mini_batch_size", "micro_batch")
-        if self.mini_batches is not None and self.mini_batches < 1:
-            raise ValueError(f"mini_batches must be >= 1 or None, got {self.mini_batches}")
-        if self.advantage not in ADVANTAGES:
-            raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
-        if not (0.0 <= self.clip_low < 1.0 and self.clip_high >= 0.0):
-            raise ValueError("need 0 <= clip_low < 1 and clip_high >= 0")
-        if self.dual_clip is not None and self.dual_clip <= 1.0:
-            raise ValueError(f"dual_clip must be > 1 (or None), got {self.dual_clip}")
-        if self.target_kl is not None and self.target_kl <= 0:
-            raise ValueError(f"target_kl must be > 0 (or None), got {self.target_kl}")
-        if self.kl_coef < 0 or self.ent_coef < 0 or self.lr < 0:
-            raise ValueError("kl_coef, ent_coef and lr must be >= 0")
         self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists
+        if not _checking():
+            return
+        _at_least_one(self, "ppo_epochs", "mini_batch_size", "micro_batch")
+        _need(self, "mini_batches", lambda v: v >= 1, ">= 1", optional=True)
+        _one_of(self, "advantage", ADVANTAGES)
+        _need(self, "clip_low", lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+        _finite_at_least_zero(self, "clip_high", "lr", "weight_decay", "kl_coef", "ent_coef")
+        _need(self, "dual_clip", lambda v: v > 1.0, "> 1", optional=True)
+        _need(self, "target_kl", lambda v: v > 0, "> 0", optional=True)
+        _need(
+            self,
+            "adam_betas",
+            lambda v: len(v) == 2 and all(0.0 <= b < 1.0 for b in v),
+            "two numbers in [0, 1)",
+        )
 
 
 @dataclass
@@ -187,15 +245,18 @@ class OPDConfig:
     """static-skills: JSON file {task_type: skill, "*": fallback}; None: a generic built-in bank"""
 
     def __post_init__(self):
+        if not _checking():
+            return
         _at_least_one(self, "analyzer_max_new_tokens", "analyzer_budget")
-        if self.skill_control < 0:
-            raise ValueError(f"skill_control must be >= 0, got {self.skill_control}")
-        if self.coef < 0 or self.beta <= 0:
-            raise ValueError("need opd_coef >= 0 and opd_beta > 0")
+        _need(self, "skill_control", lambda v: v >= 0, ">= 0")
+        _finite_at_least_zero(self, "coef")
+        _need(self, "beta", lambda v: 0 < v < math.inf, "> 0 and finite")
+        _need(self, "teacher_advantage_clip", lambda v: v > 0, "> 0", optional=True)
         if self.positive_only and self.teacher_advantage:
-            raise ValueError("positive_only shapes the OPD loss, which teacher_advantage replaces")
-        if self.teacher_advantage_clip is not None and self.teacher_advantage_clip <= 0:
-            raise ValueError("teacher_advantage_clip must be > 0 (or None)")
+            raise ValueError(
+                "--positive-only shapes the OPD loss, which --teacher-advantage replaces: "
+                "choose one"
+            )
 
 
 @dataclass
@@ -243,13 +304,21 @@ class Stage1Config:
     """Stage 1 SFT batch size"""
 
     def __post_init__(self):
+        if not _checking():
+            return
         _at_least_one(self, "tasks_per_type", "rollouts", "reruns", "batch")
-        if self.epochs < 0 or self.lr < 0 or self.temperature < 0 or self.replay < 0:
-            raise ValueError("sft_epochs, sft_lr, sft_temperature and sft_replay must be >= 0")
-        if self.annotator != "privileged" and not self.annotator.startswith("openai:"):
-            raise ValueError(
-                f"sft_annotator must be 'privileged' or 'openai:URL', not {self.annotator!r}"
-            )
+        _need(self, "epochs", lambda v: v >= 0, ">= 0")
+        _finite_at_least_zero(self, "lr", "temperature", "replay")
+        _need(self, "seed", lambda v: 0 <= v <= SEED_MAX, "in [0, 2**63 - 1]")
+        _need(
+            self,
+            "annotator",
+            lambda v: (
+                v == "privileged"
+                or (v.startswith("openai:") and openai_url_problem(v[len("openai:") :]) is None)
+            ),
+            "'privileged' or 'openai:URL' with an http(s) URL",
+        )
 
 
 @dataclass
@@ -278,11 +347,13 @@ class WarmupConfig:
     skill block its SEED teacher sees (not in SEED.md; docs/seed.md measures why); 0: off"""
 
     def __post_init__(self):
-        if self.episodes < 0 or self.analyzer_episodes < 0 or self.skill_episodes < 0:
-            raise ValueError(
-                "format_warmup_episodes, format_warmup_analyzer_episodes and "
-                "format_warmup_skill_episodes must be >= 0"
-            )
+        if not _checking():
+            return
+        for name in ("episodes", "analyzer_episodes", "skill_episodes"):
+            _need(self, name, lambda v: v >= 0, ">= 0")
+        _at_least_one(self, "epochs")
+        _need(self, "lr", lambda v: 0 < v < math.inf, "> 0 and finite")
+        _need(self, "noise", lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
 
 
 @dataclass
@@ -312,19 +383,24 @@ class EvalConfig:
     runs of several algorithms from one starting model evaluate it once"""
 
     def __post_init__(self):
+        self.splits = tuple(self.splits)
+        if not _checking():
+            return
         _at_least_one(self, "tasks", "samples")
-        if self.temperature < 0:
-            raise ValueError(f"eval_temperature must be >= 0, got {self.temperature}")
+        _finite_at_least_zero(self, "temperature")
         if self.samples > 1 and self.temperature == 0:
             raise ValueError(
-                "eval_samples > 1 repeats the same greedy episode: set eval_temperature"
+                f"--eval-samples {self.samples} repeats the same greedy episode: set "
+                "--eval-temperature > 0"
             )
-        if self.every < 0:
-            raise ValueError(f"eval_every must be >= 0, got {self.every}")
-        self.splits = tuple(self.splits)
+        _need(self, "every", lambda v: v >= 0, ">= 0")
+        _need(self, "max_new_tokens", lambda v: v >= 1, ">= 1", optional=True)
         bad = [s for s in self.splits if s not in SPLITS]
-        if bad:
-            raise ValueError(f"unknown eval splits {bad}; choose from {SPLITS}")
+        if bad or not self.splits:
+            raise ValueError(
+                f"--eval-splits must be one or more of: {', '.join(SPLITS)}, not "
+                f"{' '.join(map(str, self.splits)) or 'none'} (unknown eval splits {bad})"
+            )
 
 
 @dataclass
@@ -378,17 +454,24 @@ class SystemConfig:
     """write RUN_DIR/trajectories/iter_*.jsonl (with skills and teacher logprobs) for the report"""
 
     def __post_init__(self):
+        if not _checking():
+            return
         _at_least_one(self, "save_every")
-        if self.backend not in ("local", "subprocess", "ray"):
-            raise ValueError(f"unknown backend {self.backend!r}")
-        if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.vllm_gpu_memory_utilization is not None and not (
-            0.0 < self.vllm_gpu_memory_utilization < 1.0
-        ):
-            raise ValueError("vllm_gpu_memory_utilization must be in (0, 1)")
-        if self.dist_rollout not in ("shard", "rank0"):
-            raise ValueError(f"dist_rollout must be shard or rank0, got {self.dist_rollout!r}")
+        _need(self, "threads", lambda v: v >= 1, ">= 1", optional=True)
+        _need(self, "warmup_threads", lambda v: v >= 1, ">= 1", optional=True)
+        _one_of(self, "backend", BACKENDS)
+        _one_of(self, "engine", ENGINES)
+        _one_of(self, "dist_rollout", ("shard", "rank0"))
+        _need(
+            self,
+            "device",
+            lambda v: re.fullmatch(r"cpu|auto|cuda(:\d+)?", v) is not None,
+            "cpu, cuda, cuda:N or auto",
+        )
+        _need(
+            self, "vllm_gpu_memory_utilization", lambda v: 0.0 < v < 1.0, "in (0, 1)", optional=True
+        )
+        _need(self, "gpu_memory_gb", lambda v: 0 < v < math.inf, "> 0 and finite")
 
 
 @dataclass
@@ -454,17 +537,25 @@ class TrainConfig:
         """The checks that span groups; each group checks its own fields."""
         self.imports = tuple(self.imports)  # config.json stores a list
         self.env_kwarg = tuple(self.env_kwarg)
-        parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
         self.algo_arg = tuple(self.algo_arg)
-        parse_env_kwargs(self.algo_arg)
-        if self.algo not in ALGORITHMS:
-            raise ValueError(
-                f"unknown algo {self.algo!r}; choose one of {sorted(ALGORITHMS)} (or --import "
-                "the file that registers it)"
-            )
+        if not _checking():
+            return
+        parse_env_kwargs(self.env_kwarg)  # a pair that is not KEY=VALUE: ValueError naming it
+        try:
+            parse_env_kwargs(self.algo_arg)
+        except ValueError as e:
+            raise ValueError(str(e).replace("--env-kwarg", "--algo-arg")) from None
+        _need(
+            self,
+            "algo",
+            lambda v: v in ALGORITHMS,
+            f"one of: {', '.join(sorted(ALGORITHMS))} (or one an --import file registers)",
+        )
         _at_least_one(self, "iterations")
-        if self.lora_r < 0:
-            raise ValueError(f"lora_r must be >= 0, got {self.lora_r}")
+        _need(self, "seed", lambda v: 0 <= v <= SEED_MAX, "in [0, 2**63 - 1]")
+        _need(self, "lora_r", lambda v: v >= 0, ">= 0")
+        _need(self, "lora_alpha", lambda v: v > 0, "> 0")
+        _need(self, "history", lambda v: v >= 0, ">= 0", optional=True)
         ALGORITHMS[self.algo].check(self)  # what the algorithm reads, it checks
 
     # --- flags and serialisation --------------------------------------------------------------
@@ -488,20 +579,28 @@ class TrainConfig:
         """From ``to_dict``'s nested form, from flag names, or a mix (groups first, then flags)."""
         top: dict[str, Any] = {}
         grouped: dict[str, dict[str, Any]] = {g: {} for g in GROUPS}
+        if not isinstance(d, dict):
+            raise ValueError(f"a config is a JSON object of fields, not {_json_kind(d)}")
         for key, value in d.items():
             if key in GROUPS:
                 value = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+                if not isinstance(value, dict):
+                    raise ValueError(
+                        f"config field {key!r} must be an object of fields, not {_json_kind(value)}"
+                    )
                 grouped[key] = {**value, **grouped[key]}
             elif key in FLAGS:
                 group, attr = FLAGS[key]
                 (grouped[group] if group else top)[attr] = value
             else:
                 raise ValueError(f"unknown config field {key!r}")
+        _check_types(cls, top, "")
         for group, values in grouped.items():
             names = {f.name for f in dataclasses.fields(GROUPS[group])}
             unknown = sorted(set(values) - names)
             if unknown:
                 raise ValueError(f"unknown {group} config fields {unknown}")
+            _check_types(GROUPS[group], values, group)
             top[group] = GROUPS[group](**values)
         return cls(**top)
 
@@ -512,12 +611,93 @@ class TrainConfig:
     def load(cls, path: str | Path) -> TrainConfig:
         """A run's ``config.json`` (its ``--import`` files imported first, so the envs and
         algorithms they register are known); a flat one from before 0.2 gets ``LEGACY_DEFAULTS``."""
-        d = json.loads(Path(path).read_text())
-        if isinstance(d, dict):
-            import_modules(list(d.get("imports") or []), f"{path}: imports")
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(d, dict):
+            raise ValueError(f"a config is a JSON object of fields, not {_json_kind(d)}")
+        _check_types(cls, {"imports": d.get("imports") or ()}, "")
+        import_modules(list(d.get("imports") or []), "imports")
         if not any(isinstance(d.get(g), dict) for g in GROUPS):  # written by seed-gym <= 0.3
             d = {**LEGACY_DEFAULTS, **d}
         return cls.from_dict(d)
+
+
+# --- field types: a config.json edited by hand names the field it got wrong ---------------------
+def _json_kind(value: Any) -> str:
+    """What ``value`` is, in JSON's words, with the value itself when short."""
+    kinds = {str: "a string", dict: "an object", list: "a list", tuple: "a list"}
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({json.dumps(value)})"
+    if isinstance(value, numbers.Integral):
+        kind = "an integer"
+    elif isinstance(value, numbers.Real):
+        kind = "a number"
+    else:
+        kind = kinds.get(type(value), type(value).__name__)
+    if isinstance(value, (dict, list, tuple)):
+        return kind
+    shown = repr(value)
+    return f"{kind} ({shown[:40]}{'...' if len(shown) > 40 else ''})"
+
+
+def _type_name(tp: Any) -> str:
+    """``tp`` (a field's annotation) in JSON's words: ``an integer or null``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {_type_name(args[0]).split(' ', 1)[1]}s"
+        return f"a list of {len(args)} {_type_name(args[0]).split(' ', 1)[1]}s"
+    names = {int: "an integer", float: "a number", bool: "a boolean (true or false)",
+             str: "a string", type(None): "null"}  # fmt: skip
+    return names.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` has the type of annotation ``tp`` (an int is a float; a list is a
+    tuple: config.json stores tuples as lists)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(v, args[0]) for v in value)
+        return len(value) == len(args) and all(
+            _fits(v, a) for v, a in zip(value, args, strict=True)
+        )
+    return True  # a group: from_dict checks its fields
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_types(cls: type, values: dict[str, Any], group: str) -> None:
+    """``ValueError`` naming the first field of ``values`` (fields of ``cls``, in ``group``)
+    whose value has the wrong type, its flag and the type it needs."""
+    hints = _field_types(cls)
+    for name, value in values.items():
+        if name in hints and name not in GROUPS and not _fits(value, hints[name]):
+            field_name = f"{group}.{name}" if group else name
+            raise ValueError(
+                f"config field {field_name!r} ({flag_of(cls, name)}) must be "
+                f"{_type_name(hints[name])}, not {_json_kind(value)}"
+            )
 
 
 # group name -> its class; flag name -> (group or None for a top-level field, field name)
@@ -532,6 +712,7 @@ GROUPS: dict[str, type] = {
 }
 
 
+@functools.cache
 def _flag_names(group: type) -> dict[str, str]:
     """field name -> flag name in one group (``flag(...)`` in its annotation, else the name)."""
     hints = typing.get_type_hints(group, include_extras=True)
@@ -704,16 +885,25 @@ for _env in PAPER_ENVS:
 
 def import_modules(modules: list[str], what: str) -> None:
     """Import the ``--import`` modules or ``.py`` files (they register envs and algorithms);
-    one that cannot be imported ends the command with one line."""
+    ``ValueError`` naming ``what`` and the module for one that cannot be imported."""
     try:
         import_env_modules(list(modules))
     except (ImportError, FileNotFoundError, SyntaxError) as e:
-        raise SystemExit(f"{what}: cannot import {modules}: {e}") from None
+        raise ValueError(f"{what}: cannot import {modules}: {e}") from None
 
 
 # --- CLI ----------------------------------------------------------------------------------------
+PROG = "seed-gym train"
+
+
 def parse_args(argv: list[str] | None) -> TrainConfig:
-    """``--preset NAME`` (or, with ``--resume``, the run's saved config) then field overrides."""
+    """``--preset NAME`` (or, with ``--resume``, the run's saved config) then field overrides.
+
+    A bad flag or value (out of range, unknown, of the wrong type; an ``--import`` that fails;
+    an unknown preset) ends the command with one line naming the flag, the value and the valid
+    range, exit status 2 (``seed_gym.oneline.usage_error``). A run folder that ``--resume``
+    cannot use (no ``config.json``, or one that does not hold a valid config) ends it with one
+    line naming the file, exit status 1."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default=None)
     pre.add_argument("--out", default=None)
@@ -721,28 +911,82 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
     pre.add_argument("--import", "--imports", dest="imports", action="append", default=[])
     known, _ = pre.parse_known_args(argv)
     # user envs and algorithms register before the config names them
-    import_modules(known.imports, "seed-gym train: --import")
+    try:
+        import_env_modules(list(known.imports))
+    except (ImportError, FileNotFoundError, SyntaxError) as e:
+        said = str(e)  # a missing file names its --import already
+        usage_error(PROG, said if said.startswith("--import") else f"--import: {said}")
     base = TrainConfig()
     if known.resume:
         if known.out is None:
-            raise SystemExit("seed-gym train: --resume needs --out RUN_DIR")
-        saved = Path(known.out) / "config.json"
-        if not saved.is_file():
-            raise SystemExit(f"seed-gym train: --resume: {saved} does not exist (no run there)")
-        try:
-            base = TrainConfig.load(saved)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise SystemExit(f"seed-gym train: {saved} is not valid JSON ({e})") from None
-        except (ValueError, TypeError) as e:
-            raise SystemExit(f"seed-gym train: {saved}: {e}") from None
+            usage_error(PROG, "--resume needs --out RUN_DIR")
+        base = _saved_config(Path(known.out) / "config.json")
     elif known.preset is not None:
         if known.preset not in PRESETS:
-            raise SystemExit(f"unknown preset {known.preset!r}; choose one of {sorted(PRESETS)}")
+            usage_error(
+                PROG, f"--preset must be one of: {', '.join(PRESETS)}, not {known.preset!r}"
+            )
         base = PRESETS[known.preset]()
-    return tyro.cli(
-        tyro.conf.OmitArgPrefixes[TrainConfig],  # flat flags: --lr, not --optim.lr
-        args=list(argv or []),
-        default=base,
-        prog="seed-gym train",
-        description="Train a policy on a registered env: GRPO, SEED and the baselines.",
-    )
+    token = _CHECKS_DEFERRED.set(True)  # tyro's box would wrap our messages: checked below
+    try:
+        parsed = _tyro_cli(base, list(argv or []))
+    finally:
+        _CHECKS_DEFERRED.reset(token)
+    try:
+        return TrainConfig.from_dict(parsed.to_dict())
+    except (ValueError, TypeError) as e:
+        usage_error(PROG, e)
+
+
+def _saved_config(saved: Path) -> TrainConfig:
+    """The config ``--resume`` starts from; one line naming the file (exit 1) when it cannot."""
+    if not saved.is_file():
+        raise SystemExit(f"{PROG}: --resume: {saved} does not exist (no run there)")
+    try:
+        return TrainConfig.load(saved)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise SystemExit(f"{PROG}: {saved} is not valid JSON ({one_line(e)[:200]})") from None
+    except (ValueError, TypeError, OSError) as e:
+        raise SystemExit(f"{PROG}: {saved}: {one_line(e)}") from None
+
+
+def _tyro_cli(base: TrainConfig, argv: list[str]) -> TrainConfig:
+    """``tyro.cli`` on the flat flags, its parse errors (a value of the wrong type, an unknown
+    flag) as one line instead of its box (help still goes to stdout)."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            cfg = tyro.cli(
+                tyro.conf.OmitArgPrefixes[TrainConfig],  # flat flags: --lr, not --optim.lr
+                args=argv,
+                default=base,
+                prog=PROG,
+                description="Train a policy on a registered env: GRPO, SEED and the baselines.",
+            )
+    except SystemExit as e:
+        if e.code in (0, None):  # --help
+            sys.stderr.write(captured.getvalue())
+            raise
+        usage_error(PROG, f"{_box_text(captured.getvalue())} (see {PROG} --help)")
+    sys.stderr.write(captured.getvalue())  # tyro's warnings, if any
+    return cfg
+
+
+def _box_text(text: str) -> str:
+    """The message of tyro's error box: the rows above its first rule, on one line."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # colours, where tyro forces them
+    rows: list[str] = []
+    title = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("\u256d"):  # the top border holds the title
+            title = line.strip("\u256d\u256e\u2500 ")
+            continue
+        body = line.strip("\u2502 ")
+        if not body or set(body) <= set("\u2500\u2570\u256f"):  # a rule or the bottom border
+            if rows:
+                break
+            continue
+        rows.append(body)
+    message = re.sub(r"^Error parsing ", "", one_line(" ".join(rows)))
+    return message or title or one_line(text) or "invalid arguments"

@@ -5,11 +5,14 @@ is ``train.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib.util
 import os
 import random
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,10 +20,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from seed_gym.folder_lock import folder_lock, out_problem
 from seed_gym.registration import env_args_problem, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
+from seed_gym.trainer.algorithms.seed.annotators import StaticSkillAnnotator
 from seed_gym.trainer.backends.distributed import (
     NullLogger,
+    env_rank,
     full_state_dict,
     init_distributed,
     is_sharded,
@@ -40,7 +46,13 @@ from seed_gym.trainer.backends.plan import ModelShape, measure_budget, memory_pl
 from seed_gym.trainer.config import TrainConfig
 from seed_gym.trainer.model_cache import here, in_child
 from seed_gym.trainer.phases import PhaseMeter
-from seed_gym.trainer.run_state import Logger, load_checkpoint, truncate_metrics
+from seed_gym.trainer.run_state import (
+    Logger,
+    RunStateError,
+    load_checkpoint,
+    metric_lines,
+    truncate_metrics,
+)
 from seed_gym.trainer.update import reference_logprobs
 from seed_gym.trainer.warmup import warmup_for_config
 
@@ -77,11 +89,17 @@ class Run:
         }
 
 
-def run_problem(cfg: TrainConfig) -> str | None:
-    """Why ``cfg`` cannot start, in one line naming the bad value (None when it can): an env that
-    is not registered or cannot be made with its split, modality and ``--env-kwarg``, or a model
-    that is neither built in, a local folder nor a reachable hub id. Checked before anything is
-    written (the env is built once; a hub id fetches its config.json only)."""
+def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
+    """Why ``cfg`` cannot start, in one line naming the bad value (None when it can): an
+    ``--out`` that is a file or not writable, an ``--import`` that fails, an env that is not
+    registered or cannot be made with its split, modality and ``--env-kwarg``, or a model that is
+    neither built in, a local folder nor a reachable hub id. Checked before anything is written
+    (the env is built once; a hub id fetches its config.json only). With ``system`` and outside
+    ``--dry-run`` (a plan runs anywhere), also a GPU, engine or env backend this machine lacks
+    (``system_problem``)."""
+    problem = out_problem(cfg.out, holds="the run's config, metrics and checkpoints")
+    if problem is not None:
+        return problem
     try:
         import_env_modules(list(cfg.imports))
     except (ImportError, FileNotFoundError, SyntaxError) as e:
@@ -91,6 +109,14 @@ def run_problem(cfg: TrainConfig) -> str | None:
     )
     if problem is not None:
         return problem
+    problem = system_problem(cfg) if system and not cfg.system.dry_run else None
+    if problem is not None:
+        return problem
+    if cfg.opd.skill_bank:
+        try:
+            StaticSkillAnnotator.from_json(cfg.opd.skill_bank)
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            return f"--skill-bank {cfg.opd.skill_bank}: {type(e).__name__}: {e}"
     for model in filter(None, (cfg.model, cfg.stage1.model)):
         if model in ("tiny", "smollm2", *VLM_BUILDERS):
             continue
@@ -101,14 +127,85 @@ def run_problem(cfg: TrainConfig) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def run_folder_lock(out: str | Path) -> Iterator[None]:
+    """One writer per run folder: rank 0 holds ``OUT/.lock`` (``seed_gym.folder_lock``) for the
+    whole run, so a second ``train`` into the folder raises ``FolderLockedError`` at once. Under
+    torchrun the other ranks write only through rank 0 or into its checkpoint's shard folder, and
+    end when rank 0 does."""
+    if env_rank() != 0:
+        yield
+        return
+    with folder_lock(out, holder="seed-gym train"):
+        yield
+
+
+def resumes(cfg: TrainConfig, run_dir: Path) -> bool:
+    """Whether the run restores ``checkpoint.pt``; checked before anything is built.
+
+    ``RunStateError`` (one line naming the folder) for a new run into a folder holding a run
+    (a checkpoint, or finished iterations in ``metrics.jsonl``), and for ``--resume`` where
+    ``metrics.jsonl`` logs finished iterations but there is no checkpoint to go on from (it was
+    removed, or the run stopped before its first ``--save-every`` checkpoint): starting again
+    would log those iterations twice. A run that stopped before logging any iteration (in the
+    warm-up, Stage 1, the start eval or its first iteration) starts from iteration 0."""
+    checkpoint = run_dir / "checkpoint.pt"
+    logged = sorted({it for _, it in metric_lines(run_dir / "metrics.jsonl") if it >= 1})
+    if not cfg.resume:
+        if checkpoint.exists() or logged:
+            raise RunStateError(
+                f"{run_dir} already holds a run: pass --resume, or choose another --out"
+            )
+        return False
+    if checkpoint.exists():
+        return True
+    if logged:
+        raise RunStateError(
+            f"--resume: {run_dir} logs iterations {logged[0]}..{logged[-1]} in metrics.jsonl but "
+            "has no checkpoint.pt to go on from (removed, or the run stopped before its first "
+            "--save-every checkpoint); starting again would log them twice: train into another "
+            "--out"
+        )
+    if env_rank() == 0:
+        print(
+            f"{run_dir} has no checkpoint yet (the run stopped before its first iteration "
+            "ended): starting it from iteration 0",
+            file=sys.stderr,
+        )
+    return False
+
+
+def system_problem(cfg: TrainConfig) -> str | None:
+    """Why this machine cannot run ``cfg`` as asked (one line), or None: a CUDA ``--device``
+    without that GPU, ``--engine vllm`` or ``--backend ray`` without their extra."""
+    device = cfg.system.device
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if index >= count:
+            return (
+                f"--device {device}: this machine has {count} CUDA device(s) (torch "
+                f"{torch.__version__}); use --device cpu or auto"
+            )
+    for needed, module, extra in (
+        (cfg.system.engine == "vllm", "vllm", "vllm"),
+        (cfg.system.backend == "ray", "ray", "ray"),
+    ):
+        if needed and importlib.util.find_spec(module) is None:
+            flag = "--engine vllm" if module == "vllm" else "--backend ray"
+            return f"{flag} needs {module}: pip install 'seed-gym[{extra}]'"
+    return None
+
+
 def start_run(cfg: TrainConfig) -> Run:
     """Run directory, processes, the starting policy (format warm-up, then Stage 1 for the
     self-analyzing algorithms; rank 0 builds both while other ranks wait), engine, algorithm,
-    optimizer and KL reference; restores the checkpoint with ``--resume``."""
+    optimizer and KL reference; restores the checkpoint with ``--resume``. The run folder's
+    files are checked before anything is built (``resumes``); ``config.json`` is written once
+    the checkpoint has loaded, so a checkpoint that does not fit leaves the folder as it was."""
     run_dir = Path(cfg.out)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if not cfg.resume and (run_dir / "checkpoint.pt").exists():
-        raise SystemExit(f"{run_dir} already holds a run: pass --resume, or choose another --out")
+    restore = resumes(cfg, run_dir)
     if cfg.system.threads is not None:
         torch.set_num_threads(cfg.system.threads)
     import_env_modules(list(cfg.imports))  # user envs register before anything is made
@@ -136,15 +233,12 @@ def start_run(cfg: TrainConfig) -> Run:
     random.seed(cfg.seed)  # Stage 1 drew from these generators (on rank 0 only): reset them
     np.random.seed(cfg.seed % 2**32)
     torch.manual_seed(cfg.seed)
-    if dist.is_main:  # rank 0 alone writes the run directory
-        cfg.replace(resume=False).save(run_dir / "config.json")
-
     with setup.phase("load"):
         policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
     logger = Logger(run_dir, cfg.system.tensorboard) if dist.is_main else NullLogger()
     run = Run(cfg, run_dir, dist, device, policy, engine, algorithm, optimizer, reference, logger)
     run.setup = setup.metrics()
-    if cfg.resume and (run_dir / "checkpoint.pt").exists():
+    if restore:
         payload = load_checkpoint(run_dir / "checkpoint.pt", policy.model, optimizer)
         run.start_iteration, run.data_position = payload["iteration"], payload["data_position"]
         run.env_steps = int(payload.get("env_steps", 0))
@@ -156,6 +250,10 @@ def start_run(cfg: TrainConfig) -> Run:
                 logger.log(run.start_iteration, committed)
         engine.sync_weights(policy.model)  # an engine with its own copy samples the resumed weights
         print(f"resumed {run_dir} at iteration {run.start_iteration}", file=sys.stderr)
+    elif dist.is_main:  # no checkpoint yet: lines of iteration 0 (a start eval) are redone
+        truncate_metrics(run_dir / "metrics.jsonl", -1)
+    if dist.is_main:  # rank 0 alone writes the run directory
+        cfg.replace(resume=False).save(run_dir / "config.json")
     return run
 
 

@@ -67,23 +67,41 @@ class RunStateError(SystemExit):
     """A run folder's file cannot be used; the message names it (one line, no traceback)."""
 
 
+def metric_lines(path: Path) -> list[tuple[str, int]]:
+    """``metrics.jsonl``'s lines with their iterations. A last line cut short by a kill (mid-JSON
+    or mid-character) is dropped; a line elsewhere that is not UTF-8 or not a metrics record is a
+    ``RunStateError`` naming the file and the line (the log of a run is not silently shortened)."""
+    if not path.exists():
+        return []
+    lines = [ln for ln in path.read_bytes().splitlines() if ln.strip()]
+    out = []
+    for n, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8")
+            iteration = json.loads(line)["iteration"]
+            if not isinstance(iteration, int) or isinstance(iteration, bool):
+                raise TypeError(f"iteration {iteration!r} is not an integer")
+        except UnicodeDecodeError:
+            problem = "is not UTF-8"
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as e:
+            problem = f"is not a metrics record ({type(e).__name__}: {e})"
+        else:
+            out.append((line, iteration))
+            continue
+        if n == len(lines):  # the write a kill interrupted; its iteration is redone
+            break
+        raise RunStateError(f"{path}: line {n} {' '.join(problem.split())[:200]}")
+    return out
+
+
 def truncate_metrics(path: Path, last_iteration: int) -> None:
     """Drop metric lines past the checkpoint, so a resumed run does not log iterations twice.
-    A last line cut short by a kill is dropped too; a broken line elsewhere is an error."""
+    A last line cut short by a kill is dropped too; a broken line elsewhere is an error
+    (``metric_lines``)."""
     if not path.exists():
         return
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    keep = []
-    for n, ln in enumerate(lines, 1):
-        try:
-            iteration = json.loads(ln)["iteration"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            if n == len(lines):  # the write a kill interrupted; its iteration is redone
-                break
-            raise RunStateError(f"{path}: line {n} is not a metrics record ({e})") from None
-        if iteration <= last_iteration:
-            keep.append(ln)
-    path.write_text("".join(ln + "\n" for ln in keep))
+    keep = [ln for ln, iteration in metric_lines(path) if iteration <= last_iteration]
+    path.write_text("".join(ln + "\n" for ln in keep), encoding="utf-8")
 
 
 def save_checkpoint(path: Path, model, optimizer, state: dict, *, main: bool = True) -> None:
@@ -168,10 +186,28 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     except Exception as e:  # noqa: BLE001 - a truncated, corrupt or foreign file: name it
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RunStateError(f"{path}: not a readable seed-gym checkpoint ({first[:200]})") from None
+    if not isinstance(payload, dict):
+        raise RunStateError(
+            f"{path}: not a seed-gym checkpoint (it holds a {type(payload).__name__})"
+        )
     missing = [k for k in ("model", "optimizer", "rng", "iteration") if k not in payload]
-    if not isinstance(payload, dict) or missing:
+    if missing:
         raise RunStateError(f"{path}: not a seed-gym checkpoint (missing {missing})")
     return payload
+
+
+def _misfit(error: BaseException) -> str:
+    """Why a checkpoint's state does not load into this run's model or optimizer, in one line:
+    the first mismatch torch names, and how many more there are."""
+    # torch: "Error(s) in loading state_dict for X:\n\tsize mismatch for a: ...\n\t..."
+    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
+    found = lines[1:] if len(lines) > 1 else lines or [type(error).__name__]
+    first, more = " ".join(found[0].split())[:300].rstrip("."), len(found) - 1
+    tail = f" (and {more} more)" if more > 0 else ""
+    return (
+        f"does not fit this run's model or optimizer ({first}{tail}); was it saved by a run "
+        "with another --model, --lora-r or algorithm?"
+    )
 
 
 def load_checkpoint(path: Path, model, optimizer) -> dict:
@@ -189,9 +225,12 @@ def load_checkpoint(path: Path, model, optimizer) -> dict:
             model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
         )
     else:
-        model.load_state_dict(payload["model"], strict=not payload["lora"])
-        if optimizer is not None and payload["optimizer"] is not None:
-            optimizer.load_state_dict(payload["optimizer"])
+        try:
+            model.load_state_dict(payload["model"], strict=not payload.get("lora", False))
+            if optimizer is not None and payload["optimizer"] is not None:
+                optimizer.load_state_dict(payload["optimizer"])
+        except (RuntimeError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise RunStateError(f"{path}: {_misfit(e)}") from None
     random.setstate(payload["rng"]["python"])
     np.random.set_state(_numpy_state_in(payload["rng"]["numpy"]))
     torch.set_rng_state(payload["rng"]["torch"])

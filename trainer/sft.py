@@ -1,23 +1,31 @@
 """``seed-gym sft``: SEED Stage 1 on its own (``train --algo seed`` runs it first by itself).
 
 seed-gym sft --env seed_gym/EZPoints-v0 --preset smollm2-cpu --out runs/stage1
+
+Failing safe, as ``train``: a bad flag or value, env or model is one line naming it, exit status
+2, before anything is written; an ``--out`` another ``sft`` is writing is one line, exit status 1
+(one writer per folder: ``OUT/.lock``, ``seed_gym.folder_lock``).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import replace
 from typing import Any
 
+from seed_gym.folder_lock import FolderLockedError, folder_lock
+from seed_gym.oneline import OneLineParser, one_line, usage_error
 from seed_gym.trainer.algorithms.seed.stage1 import run_stage1
 from seed_gym.trainer.config import PRESETS, TrainConfig
+from seed_gym.trainer.run_setup import run_problem
+
+PROG = "seed-gym sft"
 
 
 def main(argv: list[str] | None = None) -> int:
     """``seed-gym sft``: SEED Stage 1 on its own (the trainer runs it before ``--algo seed``)."""
-    p = argparse.ArgumentParser(
-        prog="seed-gym sft",
+    p = OneLineParser(
+        prog=PROG,
         description="SEED Stage 1: base rollouts -> annotate -> keep skills that help on a "
         "with-skill rerun -> SFT the policy as analyzer; writes the dataset (JSONL with "
         "provenance), stage1.json and the SFT'd model folder under --out",
@@ -59,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     base = PRESETS[args.preset]() if args.preset else TrainConfig()
     stage1 = {n: getattr(args, n) for n in ("annotator", "annotator_model", *fields)}
     over: dict[str, Any] = {"env": args.env, "out": args.out}
-    over["stage1"] = replace(base.stage1, **{n: v for n, v in stage1.items() if v is not None})
     for name in (
         "model",
         "max_new_tokens",
@@ -73,8 +80,22 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if getattr(args, name) is not None:
             over[name] = getattr(args, name)
-    cfg = base.replace(**over)
-    meta = run_stage1(cfg, args.out)
+    try:
+        over["stage1"] = replace(base.stage1, **{n: v for n, v in stage1.items() if v is not None})
+        cfg = base.replace(**over)
+    except (ValueError, TypeError) as e:  # the config names the trainer's --sft-X: here --X
+        usage_error(PROG, str(e).replace("--sft-", "--"))
+    # --out, the env, the model: before anything is written (Stage 1 samples with the HF engine
+    # on the CPU, whatever the preset's --engine and --device)
+    problem = run_problem(cfg, system=False)
+    if problem is not None:
+        usage_error(PROG, problem)
+    try:
+        with folder_lock(args.out, holder=PROG):
+            meta = run_stage1(cfg, args.out)
+    except FolderLockedError as e:
+        print(f"{PROG}: {one_line(e)}", file=sys.stderr)
+        return 1
     m = meta["metrics"]
     print(
         f"stage 1: {int(m['stage1/trajectories'])} trajectories, base success "

@@ -21,6 +21,7 @@ Everything the run writes lives in RUN_DIR:
     skills/              iter_*.jsonl: every skill with its trajectory, success and teacher gap
     evals/               iter_*-SPLIT.jsonl: every eval episode's outcome
     stage1/              SEED Stage 1: stage1.json (what it did; the model and rows are cached)
+    .lock                held (flock) by the train writing the folder: a second one refuses
 
 Resume is exact: every random draw of an iteration (task order, env seeds, sampling, mini-batch
 shuffling) is derived from (seed, iteration), and model and optimizer states are restored, so a
@@ -37,18 +38,21 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from seed_gym.folder_lock import FolderLockedError
 from seed_gym.jsonl import write_jsonl
+from seed_gym.oneline import USAGE_EXIT, one_line
 from seed_gym.registration import agent_spec, split_manifest, task_ids
 from seed_gym.seeding import derive_seed
 from seed_gym.trainer.backends.logprobs import response_logprobs
 from seed_gym.trainer.backends.models import autocast, state_dict_sha256
 from seed_gym.trainer.backends.plan import dry_run
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
-from seed_gym.trainer.config import TrainConfig, parse_args
+from seed_gym.trainer.config import PROG, TrainConfig, parse_args
 from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
 from seed_gym.trainer.phases import PhaseMeter
-from seed_gym.trainer.run_setup import Run, export_model, run_problem, start_run
+from seed_gym.trainer.run_setup import Run, export_model, run_folder_lock, run_problem, start_run
 from seed_gym.trainer.run_state import (
+    RunStateError,
     eval_summary,
     instrument_summary,
     phase_summary,
@@ -167,7 +171,13 @@ def update_samples(run: Run, trajs: list, teacher: list | None) -> list[Sample]:
 
 # --- the loop -------------------------------------------------------------------------------------
 def train(cfg: TrainConfig) -> dict[str, Any]:
-    """Run (or resume) ``cfg``; returns the last iteration's metrics."""
+    """Run (or resume) ``cfg``; returns the last iteration's metrics. Rank 0 holds the run
+    folder's lock throughout: a second ``train`` into the folder raises ``FolderLockedError``."""
+    with run_folder_lock(cfg.out):
+        return _train(cfg)
+
+
+def _train(cfg: TrainConfig) -> dict[str, Any]:
     run = start_run(cfg)
     cfg, algo, dist, logger = run.cfg, run.algorithm, run.dist, run.logger
     if not algo.trains:  # the prompting baseline: evaluate and stop
@@ -314,14 +324,23 @@ def iteration_metrics(run: Run, trajs: list, samples: list[Sample], analyzer: di
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``seed-gym train``. Failing safe: a bad flag or value, env, model or ``--import`` is one
+    line naming it, exit status 2, before anything is written (``parse_args``, ``run_problem``);
+    a run folder that cannot be used as asked (in use by another ``train``, holding a run
+    without ``--resume``, a damaged ``config.json``, ``metrics.jsonl`` or ``checkpoint.pt``,
+    nothing to resume from) is one line naming the folder or file, exit status 1."""
     cfg = parse_args(sys.argv[1:] if argv is None else argv)
     problem = run_problem(cfg)
     if problem is not None:  # a user error: one line, nothing written
-        print(f"seed-gym train: {' '.join(problem.split())}", file=sys.stderr)
-        return 2
+        print(f"{PROG}: {one_line(problem)}", file=sys.stderr)
+        return USAGE_EXIT
     if cfg.system.dry_run:
         return dry_run(cfg)
-    train(cfg)
+    try:
+        train(cfg)
+    except (FolderLockedError, RunStateError) as e:
+        print(f"{PROG}: {one_line(e)}", file=sys.stderr)
+        return 1
     run_dir = Path(cfg.out)
     summary = eval_summary(run_dir, cfg.eval.splits) + instrument_summary(run_dir)
     for line in summary + phase_summary(run_dir):

@@ -65,10 +65,13 @@ class Algorithm:
         """Raise ``ValueError`` naming the field when ``cfg`` does not suit this algorithm:
         group advantages need groups, and the teacher's flags need a teacher."""
         if cls.trains and cfg.rollout.group_size < 2:
-            raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
+            raise ValueError(
+                f"--group-size must be >= 2 for --algo {cls.name} (a group of one has no "
+                f"advantage), not {cfg.rollout.group_size}"
+            )
         if cfg.opd.positive_only or cfg.opd.teacher_advantage:
             raise ValueError(
-                f"positive_only / teacher_advantage need a teacher; --algo {cls.name} has none "
+                f"--positive-only / --teacher-advantage need a teacher; --algo {cls.name} has none "
                 "(seed, static-skills and opsd have one)"
             )
 

@@ -277,6 +277,12 @@ def env_world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def env_rank() -> int:
+    """This process's rank in the job torchrun started (0 without torchrun), known before the
+    process group is joined."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def init_distributed(
     *,
     rollout: str = "shard",

@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 
 from seed_gym.registration import split_manifest, task_ids
-from seed_gym.trainer.backends.models import model_dir
+from seed_gym.trainer.backends.models import (
+    VLM_BUILDERS,
+    build_smollm2,
+    model_dir,
+    tiny_model,
+    tiny_tokenizer,
+)
 from seed_gym.wrappers.agent import make_agent_env
 
 GB = 1024**3
@@ -62,10 +68,15 @@ class ModelShape:
     @classmethod
     def from_config(cls, path: str | Path) -> ModelShape:
         config = json.loads((Path(path) / "config.json").read_text())
+        return cls.from_dict(config, str(Path(path).name))
+
+    @classmethod
+    def from_dict(cls, config: dict[str, Any], name: str) -> ModelShape:
+        """From a Hugging Face config as a dict (``config.json``, or ``model.config.to_dict()``)."""
         text = config.get("text_config", config)  # vision-language models: the decoder
         heads = int(text["num_attention_heads"])
         return cls(
-            name=str(Path(path).name),
+            name=name,
             layers=int(text["num_hidden_layers"]),
             hidden=int(text["hidden_size"]),
             intermediate=int(text["intermediate_size"]),
@@ -197,6 +208,23 @@ def _tokenizer(path: str | Path) -> Any | None:
         return None
 
 
+def plan_model(name: str) -> tuple[ModelShape, Any | None]:
+    """(shape, tokenizer) of ``--model``: of a folder or hub id from its config and tokenizer
+    files alone (no weights); the built-in models (``tiny``, ``tiny-vlm``, ``smollm2``,
+    ``smollm2-vlm``), which have no folder to read, are built (small, offline)."""
+    if name == "tiny":
+        tokenizer = tiny_tokenizer()
+        return ModelShape.from_dict(tiny_model(tokenizer).config.to_dict(), name), tokenizer
+    if name in VLM_BUILDERS:
+        model, processor = VLM_BUILDERS[name]()
+        return ModelShape.from_dict(model.config.to_dict(), name), processor.tokenizer
+    if name == "smollm2":
+        folder = build_smollm2()
+    else:  # the config and tokenizer files only: no weights
+        folder = model_dir(name, files=["*.json", "*.txt", "*.model"])
+    return ModelShape.from_config(folder), _tokenizer(str(folder))
+
+
 def vllm_share(plan: dict[str, float], cfg: Any) -> float:
     """The ``gpu_memory_utilization`` to give vLLM: its weights and KV cache with 20 % headroom,
     as a share of the GPU (at least 0.1, at most 0.9)."""
@@ -207,12 +235,11 @@ def vllm_share(plan: dict[str, float], cfg: Any) -> float:
 def dry_run(cfg: Any, *, world: int | None = None) -> int:
     """Print the plan; 0 when the job's world size fits ``cfg.system.gpu_memory_gb``, else 2."""
     world = world or int(os.environ.get("WORLD_SIZE", "1"))
-    try:  # the config and tokenizer files only: no weights
-        folder = model_dir(cfg.model, files=["*.json", "*.txt", "*.model"])
+    try:
+        shape, tokenizer = plan_model(cfg.model)
     except FileNotFoundError as e:
         raise SystemExit(f"seed-gym train --dry-run: {e}") from None
-    shape = ModelShape.from_config(folder)
-    budget = measure_budget(cfg, _tokenizer(str(folder)))
+    budget = measure_budget(cfg, tokenizer)
     print(f"model      {shape.name}: {shape.params / 1e9:.2f} B parameters, {shape.layers} layers")
     system, optim = cfg.system, cfg.optim
     print(f"algorithm  {cfg.algo} on {cfg.env} (engine {system.engine}, fsdp {system.fsdp}, "

@@ -29,7 +29,10 @@ class Distilling(Algorithm):
         """Groups, as GRPO; --positive-only and --teacher-advantage shape this teacher's term
         (``OPDConfig`` checks that they exclude each other)."""
         if cfg.rollout.group_size < 2:
-            raise ValueError("GRPO needs group_size >= 2 (a group of one has no advantage)")
+            raise ValueError(
+                f"--group-size must be >= 2 for --algo {cls.name} (a group of one has no "
+                f"advantage), not {cfg.rollout.group_size}"
+            )
 
     def teacher(self, policy, spec, trajs, skills, iteration) -> Teacher:
         return rescore_trajectories(self.cfg, policy, spec, trajs, skills, iteration)
