@@ -154,8 +154,8 @@ def test_the_shared_warmup_and_stage1_are_built_in_a_child_process(tmp_path, mon
     """``prepare`` builds the warm-up and Stage 1 the runs load from the cache, in a child
     process (built in the benchmark's own process their memory stayed there beside the runs:
     OOM-killed on 23 GB); this process never loads a model for them."""
-    from seed_gym.trainer.algorithms.seed import stage1 as sft
     from seed_gym.trainer import warmup
+    from seed_gym.trainer.algorithms.seed import stage1 as sft
 
     monkeypatch.setenv("SEED_GYM_CACHE", str(tmp_path))
     build = warmup.build_warmup_model

@@ -1,6 +1,11 @@
 """Wall time and peak memory of each phase of a run (warm-up, Stage 1, eval, rollout, analyze,
 rescore, update), so a run says where its time and memory went.
 
+At the end of every phase the C allocator is asked to return freed memory to the system
+(``release_free_memory``: glibc's ``malloc_trim``). glibc keeps what torch frees in its arenas: a
+SmolLM2 forward/backward/AdamW step left 4.2 GiB resident, 2.0 GiB after the trim (the weights,
+gradients and AdamW state), so every later phase started 2 GiB higher than it needed to.
+
 Peak memory is the process's peak resident set size *during* the phase: Linux keeps the peak
 (``VmHWM`` in ``/proc/self/status``) and resets it when ``5`` is written to
 ``/proc/self/clear_refs``. Where that is not available (other systems) the peak since the start of
@@ -11,6 +16,9 @@ phase's peak allocated CUDA memory is reported too.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import re
 import resource
 import sys
@@ -42,6 +50,24 @@ def peak_rss_mb() -> float:
         pass
     scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+@functools.cache
+def _libc_trim():
+    """glibc's ``malloc_trim``, or None (another C library, another system)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> bool:
+    """Return the C heap's free memory to the system; False where there is no ``malloc_trim``."""
+    trim = _libc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
 
 
 def rss_mb() -> float:
@@ -76,6 +102,7 @@ class PhaseMeter:
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
             self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), peak_rss_mb())
+            release_free_memory()  # what the phase freed, before the next one starts
             if cuda is not None:
                 peak = cuda.max_memory_allocated() / 2**20
                 self.cuda_peak_mb[name] = max(self.cuda_peak_mb.get(name, 0.0), peak)
