@@ -15,6 +15,8 @@ from conftest import run_metrics  # noqa: E402
 import seed_gym  # noqa: E402
 from seed_gym.splits import SplitManifest  # noqa: E402
 from seed_gym.trainer import train as train_module  # noqa: E402
+from seed_gym.trainer.algorithms import register_algorithm  # noqa: E402
+from seed_gym.trainer.algorithms.grpo import GRPO  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, tiny  # noqa: E402
 from seed_gym.wrappers.spec import AgentSpec, ParsedAction  # noqa: E402
 
@@ -104,18 +106,22 @@ def test_grpo_takes_success_from_chance_to_09(tmp_path):
     assert end >= 0.9, f"GRPO ended at sampled success {end} (start {start})"
 
 
-def test_no_learning_with_the_sign_flipped_or_lr_0(tmp_path, monkeypatch):
+@register_algorithm
+class FlippedGRPO(GRPO):
+    """GRPO with every advantage's sign flipped: an algorithm plug-in that must unlearn."""
+
+    name = "test-grpo-flipped"
+
+    def advantages(self, trajs):
+        return [[-a for a in row] for row in super().advantages(trajs)]
+
+
+def test_no_learning_with_the_sign_flipped_or_lr_0(tmp_path):
     train_module.train(_cfg(tmp_path, "lr0", lr=0.0))
     start, end = _success(tmp_path / "lr0")
     assert end == start  # same eval episodes, same weights: the same numbers
 
-    real = train_module.grpo_advantages
-    monkeypatch.setattr(
-        train_module,
-        "grpo_advantages",
-        lambda *a, **k: [[-x for x in row] for row in real(*a, **k)],
-    )
-    train_module.train(_cfg(tmp_path, "flipped"))
+    train_module.train(_cfg(tmp_path, "flipped", algo=FlippedGRPO.name))
     start, end = _success(tmp_path / "flipped")
     assert end < 0.5 and end <= start, f"the flipped update reached {end} (start {start})"
 
