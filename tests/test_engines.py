@@ -46,7 +46,19 @@ def _full_forward_logprobs(model, prompt, response):
 
 
 def test_engine_is_a_rollout_engine(policy):
-    assert isinstance(HFEngine(policy.model, policy.tokenizer), RolloutEngine)
+    engine = HFEngine(policy.model, policy.tokenizer)
+    assert isinstance(engine, RolloutEngine)
+    assert engine.supports_banned and not engine.supports_json_schema
+    with pytest.raises(NotImplementedError, match="supports_json_schema"):
+        engine.generate_json([[1, 2]], {"type": "object"}, max_new_tokens=4)
+
+
+def test_the_vllm_engine_declares_every_member_of_the_protocol():
+    from seed_gym.trainer.backends.vllm_engine import VLLMEngine  # imports without vllm
+
+    members = ("generate", "sync_weights", "sleep", "wake", "generate_json")
+    assert all(callable(getattr(VLLMEngine, m, None)) for m in members)
+    assert (VLLMEngine.supports_banned, VLLMEngine.supports_json_schema) == (False, True)
 
 
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.9), (0.0, 1.0)])

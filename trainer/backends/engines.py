@@ -73,7 +73,15 @@ class PromptKV:
 
 @runtime_checkable
 class RolloutEngine(Protocol):
-    """What the collector needs from an inference backend."""
+    """What the loop needs from an inference backend (``HFEngine``, ``VLLMEngine``).
+
+    Capabilities are declared, not probed: ``supports_banned`` (``generate(..., banned=)``: token
+    ids never sampled, the analyzer's structured decoding) and ``supports_json_schema``
+    (``generate_json``: decoding under a JSON schema, vLLM's structured outputs).
+    """
+
+    supports_banned: bool
+    supports_json_schema: bool
 
     def generate(
         self,
@@ -90,6 +98,20 @@ class RolloutEngine(Protocol):
 
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Make the engine sample from ``model``'s current weights."""
+        ...
+
+    def sleep(self) -> None:
+        """Give the accelerator's memory to the update (vLLM's sleep mode; else a no-op)."""
+        ...
+
+    def wake(self) -> None:
+        """Take it back for rollouts (before ``sync_weights``)."""
+        ...
+
+    def generate_json(
+        self, prompts: Sequence[Prompt], schema: dict[str, Any], *, max_new_tokens: int
+    ) -> list[str]:
+        """Greedy completions under a JSON ``schema`` (only where ``supports_json_schema``)."""
         ...
 
 
@@ -221,6 +243,7 @@ class HFEngine:
 
     supports_prompt_kv = True  # ``generate(..., keep_prompt_kv=, past=)``
     supports_banned = True  # ``generate(..., banned=)``
+    supports_json_schema = False  # no ``generate_json``: the analyzer bans tokens instead
 
     def __init__(
         self,
@@ -266,6 +289,13 @@ class HFEngine:
 
     def sleep(self) -> None:
         """Nothing to release: the HF engine's memory is the policy's (see ``VLLMEngine``)."""
+
+    def generate_json(
+        self, prompts: Sequence[Prompt], schema: dict[str, Any], *, max_new_tokens: int
+    ) -> list[str]:
+        raise NotImplementedError(
+            "HFEngine does not decode under a JSON schema (supports_json_schema is False)"
+        )
 
     def wake(self) -> None:
         pass

@@ -90,6 +90,9 @@ class VLLMEngine:
         llm_kwargs: passed to ``vllm.LLM`` as is.
     """
 
+    supports_banned = False  # no ``banned=``: the analyzer decodes under a JSON schema instead
+    supports_json_schema = True  # ``generate_json``
+
     def __init__(
         self,
         model: str | os.PathLike,

@@ -424,7 +424,7 @@ def structured_generate_fn(
         return json.dumps(dict(zip(SKILL_FIELDS, cleaned, strict=True)), ensure_ascii=False)
 
     def generate(chats: list[list[dict[str, str]]]) -> list[str]:
-        if hasattr(engine, "generate_json"):
+        if getattr(engine, "supports_json_schema", False):
             # a field of 4 chars per token on average; an ASCII token is >= 1 char and the answer
             # has no free whitespace, so it closes within as many tokens as it has characters
             # (a non-ASCII character can take several byte tokens: then parse_skill_json retries)
