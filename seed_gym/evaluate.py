@@ -43,6 +43,7 @@ import json
 import math
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ import seed_gym
 from seed_gym import stats
 from seed_gym.folder_lock import FolderLockedError, folder_lock, out_problem
 from seed_gym.jsonl import json_line, read_jsonl
-from seed_gym.policies import PolicyError, accepts_images, make_policy, openai_url_problem
+from seed_gym.policies import Policy, PolicyError, accepts_images, as_policy, openai_url_problem
 from seed_gym.registration import env_class, split_manifest
 from seed_gym.seeding import SEED_MAX
 from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
@@ -551,7 +552,7 @@ class _Episodes:
 def evaluate(
     env_id: str,
     split: str,
-    policy_spec: str,
+    policy: str | Policy | Callable[[dict[str, Any]], str],
     *,
     episodes: int | None = None,
     seed: int = 0,
@@ -569,14 +570,22 @@ def evaluate(
     request_timeout: float | None = None,
     retries: int | None = None,
 ) -> dict[str, Any]:
-    """Run ``policy_spec`` on the split's tasks (``k`` episodes each); write ``out/results.json``
+    """Run ``policy`` on the split's tasks (``k`` episodes each); write ``out/results.json``
     and ``out/episodes.jsonl`` when ``out`` is given, resuming an interrupted run in ``out``.
+
+    ``policy`` is a spec string (``"oracle"``, ``"model:PATH"``, ... as for ``seed-gym eval``),
+    a ``Policy`` object (used as is and left open: the caller closes it) or a plain function
+    ``observation -> completion``: it gets the agent env's observation ``{"messages": [chat
+    dicts], "images": [frames]}`` (``seed_gym.policies.CallablePolicy``) and returns the text a
+    model would write, which the agent env parses. ``results["policy"]`` names it
+    (``callable:module.function`` for a function).
     ``env_kwargs`` go to the env constructor (``data_dir=...``); ``request_timeout`` (seconds)
     and ``retries`` to ``openai:`` policies. Returns the results dict.
 
     Raises ``ValueError`` for an argument out of range (before anything is loaded or written),
     ``FolderLockedError`` when another eval writes ``out``, and ``PolicyError`` when the policy's
-    backend fails for good (the episodes finished by then are in ``out/episodes.jsonl``)."""
+    backend fails for good (the episodes finished by then are in ``out/episodes.jsonl``);
+    ``TypeError`` for a ``policy`` of another type, naming what is accepted."""
     from tqdm.auto import tqdm
 
     options = {k_: v for k_, v in (policy_options or {}).items() if v is not None}
@@ -598,7 +607,7 @@ def evaluate(
         kwargs["max_episode_steps"] = max_steps
     # the env first: an unknown env id fails before a model loads
     seed_gym.registration.agent_spec(env_id)
-    policy = make_policy(policy_spec, {**options, **transport})
+    policy, policy_spec, caller_owns = as_policy(policy, {**options, **transport})
     make = seed_gym.make_agent_env if policy.acts_on == "agent" else seed_gym.make
     envs = [make(env_id, **kwargs)]
     lock = contextlib.ExitStack()  # holds --out's folder lock from the resume to results.json
@@ -676,7 +685,8 @@ def evaluate(
     finally:
         for env in envs:
             env.close()
-        policy.close()
+        if not caller_owns:
+            policy.close()
         lock.close()
     return results
 

@@ -107,6 +107,65 @@ class OraclePolicy:
         pass
 
 
+class CallablePolicy:
+    """A plain function as an agent policy: ``fn(observation) -> completion``.
+
+    ``observation`` is the agent env's observation, the dict ``{"messages": [...], "images":
+    [...]}`` of ``seed_gym.make_agent_env``: ``messages`` is the chat (``{"role", "content"}``
+    dicts, ready for a chat template or an OpenAI-style API; the last one holds the current turn),
+    ``images`` the frames an image modality shows (empty in text). The completion is what a model
+    would write (``"<think>...</think><action>up</action>"``); the agent env parses it, and
+    flags and penalizes it like a model's when it does not parse.
+    """
+
+    acts_on: Literal["game", "agent"] = "agent"
+    accepts_images = True  # the function gets the images; reading them is up to it
+
+    def __init__(self, fn: Callable[[dict[str, Any]], str]):
+        self.fn = fn
+        module = getattr(fn, "__module__", None)
+        qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        self.name = f"callable:{module}.{qualname}" if module else f"callable:{qualname}"
+
+    def reset(self, env: gym.Env, *, seed: int) -> None:
+        pass
+
+    def act(self, env: gym.Env, obs: Any, info: dict[str, Any]) -> str:
+        completion = self.fn(obs)
+        if not isinstance(completion, str):
+            raise TypeError(
+                f"{self.name} returned {type(completion).__name__}; a policy function returns "
+                "the completion text (str)"
+            )
+        return completion
+
+    def close(self) -> None:
+        pass
+
+
+POLICY_TYPES = (
+    "a policy spec (str: 'random', 'oracle', 'model:PATH', 'openai:URL' or a registered kind), "
+    "a Policy object (acts_on, reset, act, close) or a function observation -> completion"
+)
+
+
+def as_policy(policy: Any, options: dict[str, Any] | None = None) -> tuple[Policy, str, bool]:
+    """``(policy object, its name, whether the caller owns it)`` for what ``evaluate`` accepts:
+    a spec string (built by ``make_policy``; evaluate closes it), a ``Policy`` object (used as
+    is; the caller closes it) or a function ``observation -> completion`` (``CallablePolicy``).
+    Anything else raises one ``TypeError`` naming what is accepted."""
+    if isinstance(policy, str):
+        return make_policy(policy, options), policy, False
+    if isinstance(policy, type):  # the class has the methods, but they want an instance
+        raise TypeError(f"policy must be {POLICY_TYPES}, not the class {policy.__name__}")
+    if isinstance(policy, Policy):
+        return policy, str(getattr(policy, "name", None) or type(policy).__name__), True
+    if callable(policy):
+        wrapped = CallablePolicy(policy)
+        return wrapped, wrapped.name, False
+    raise TypeError(f"policy must be {POLICY_TYPES}, not {type(policy).__name__}")
+
+
 class _EpisodeStreams:
     """Per-episode (seed, turn) bookkeeping shared by the model policies."""
 
