@@ -16,7 +16,7 @@ from typing import Any
 from seed_gym.oneline import USAGE_EXIT, OneLineParser, usage_error
 from seed_gym.policies import POLICIES
 from seed_gym.registration import env_args_problem, import_env_modules, parse_env_kwargs
-from seed_gym.trainer.backends.models import VLM_BUILDERS
+from seed_gym.trainer.backends.models import VLM_BUILDERS, model_dir
 
 __all__ = [
     "USAGE_EXIT",
@@ -75,9 +75,21 @@ def check_env_args(
         usage_error(prog, problem)
 
 
+def hub_id(name: str) -> bool:
+    """Whether ``name`` reads as a Hugging Face hub id (``ORG/NAME``) rather than a local path."""
+    parts = name.split("/")
+    return (
+        len(parts) == 2
+        and all(parts)
+        and not name.startswith((".", "~"))
+        and not Path(name).exists()
+    )
+
+
 def check_policy_spec(prog: str, spec: str) -> None:
     """Exit with one line for an unknown policy kind, ``model:`` naming no model, or
-    ``openai:`` without an endpoint (nothing is loaded here)."""
+    ``openai:`` without an endpoint (nothing is loaded here; a hub id reads its config.json
+    through the Hugging Face cache)."""
     kind, sep, arg = spec.partition(":")
     if kind not in POLICIES:
         usage_error(
@@ -89,10 +101,15 @@ def check_policy_spec(prog: str, spec: str) -> None:
         names = ("tiny", "smollm2", *VLM_BUILDERS)
         name = arg if sep and arg else "smollm2"
         if name not in names and not (Path(name).expanduser() / "config.json").is_file():
-            usage_error(
-                prog,
-                f"model:{name}: no model folder with a config.json there; use a Hugging Face "
-                f"folder or one of: {', '.join(names)}",
-            )
+            if not hub_id(name):
+                usage_error(
+                    prog,
+                    f"model:{name}: no model folder with a config.json there; use a Hugging "
+                    f"Face folder, a hub id (ORG/NAME) or one of: {', '.join(names)}",
+                )
+            try:  # the hub id through the Hugging Face cache, as train --model reads it
+                model_dir(name, files=["config.json"])
+            except FileNotFoundError as e:
+                usage_error(prog, f"model:{name}: {e}")
     if kind == "openai" and not arg:
         usage_error(prog, "openai:URL needs the endpoint, e.g. openai:http://127.0.0.1:8000/v1")

@@ -38,7 +38,8 @@ class ModelPolicy:
     """A local Hugging Face causal LM sampled with the trainer's ``HFEngine``.
 
     Args:
-        path: a model folder, ``"smollm2"`` or ``"tiny"`` (``trainer.models.load_policy``).
+        path: a model folder, a hub id ``ORG/NAME`` (through the Hugging Face cache), ``"smollm2"``
+            or ``"tiny"`` (``trainer.models.load_policy``).
         temperature: 0 (default) is greedy.
         max_new_tokens: completion budget per turn.
         batch_size: prompts per forward pass; ``seed-gym eval`` runs this many episodes at once.

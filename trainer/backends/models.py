@@ -345,14 +345,41 @@ def model_dir(name_or_path: str, *, files: list[str] | None = None) -> Path:
     try:
         folder = Path(snapshot_download(name_or_path, allow_patterns=files))
     except Exception as e:  # noqa: BLE001 - offline, unknown id, no access: one line
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise FileNotFoundError(
-            f"model {name_or_path!r} is not in the Hugging Face cache and could not be fetched "
-            f"({type(e).__name__}: {first[:160]})"
-        ) from None
+        raise FileNotFoundError(hub_problem(name_or_path, e)) from None
     if not (folder / "config.json").exists():
         raise FileNotFoundError(f"model {name_or_path!r}: the hub snapshot has no config.json")
     return folder
+
+
+def hub_problem(repo_id: str, error: BaseException) -> str:
+    """One whole sentence on why hub id ``repo_id`` has no snapshot, saying what to run (the
+    library's own messages are paragraphs, and the first line of its offline one stopped at
+    "To enable repo look-ups a)")."""
+    from huggingface_hub import constants, errors
+
+    cache = constants.HF_HUB_CACHE
+    fetch = f"run `hf download {repo_id}` on a machine with internet access into that cache"
+    if isinstance(error, (errors.RepositoryNotFoundError, errors.GatedRepoError)):
+        return (
+            f"model {repo_id!r} is not in the Hugging Face cache ({cache}) and the hub has no "
+            "such model this machine may read: check the id, or run `hf auth login` if it is "
+            "gated or private"
+        )
+    if constants.HF_HUB_OFFLINE:
+        return (
+            f"model {repo_id!r} is not in the Hugging Face cache ({cache}) and HF_HUB_OFFLINE=1 "
+            f"forbids downloading it: {fetch} (or set HF_HUB_CACHE to the cache that holds it), "
+            "or set HF_HUB_OFFLINE=0 to download it here"
+        )
+    if isinstance(error, errors.LocalEntryNotFoundError):  # no connection and nothing cached
+        return (
+            f"model {repo_id!r} is not in the Hugging Face cache ({cache}) and the hub cannot be "
+            f"reached from here: {fetch} (or set HF_HUB_CACHE to the cache that holds it)"
+        )
+    return (
+        f"model {repo_id!r} could not be read from the Hugging Face cache ({cache}) or the hub "
+        f"({type(error).__name__}); {fetch}"
+    )
 
 
 def load_policy(
