@@ -11,9 +11,9 @@ Sections:
 1. **Learning curves**: success vs cumulative env steps, one chart per env and split (train, seen,
    unseen), one line per algorithm; with several seeds of an algorithm the line is the mean at each
    iteration and the band spans min..max over seeds. Drawn as inline SVG.
-2. **Results**: methods × (env, split) with 95% intervals: an eval's cluster-bootstrap interval, or
-   for training runs the Wilson interval of the last eval's episodes pooled over seeds; then every
-   eval's details (macro success, pass@k, return, steps, invalid rate, model hash).
+2. **Results**: methods × (env, split) with 95% Wilson intervals (``stats.wilson_interval``, the
+   CLI's): over an eval's episodes, or for training runs over the last eval's episodes pooled over
+   seeds; then every eval's details (macro success, pass@k, return, steps, invalid rate, model hash).
    Training runs add SEED's instruments per iteration (analyzer skill kinds, the skill's effect
    on the teacher on fork tokens against the shuffled control, gradient ratio and cosine) and
    where each phase's time and peak memory went.
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import seed_gym
+from seed_gym import stats
 from seed_gym.jsonl import read_jsonl
 from seed_gym.trajlog import trajectory_files
 
@@ -296,14 +297,20 @@ def curves_section(runs: list[Run], colors: dict[str, str]) -> str:
 
 
 # --- tables ----------------------------------------------------------------------------------------
-def wilson(successes: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:
-    if n <= 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, center - half), min(1.0, center + half))
+def success_interval(results: dict[str, Any]) -> list[float]:
+    """An eval's success interval: the Wilson interval ``results.json`` holds, recomputed from its
+    episodes for files that predate it (the same ``stats.wilson_interval`` as the CLI)."""
+    n = int(results.get("episodes", 0) or 0)
+    wins = round(float(results.get("success_rate", 0.0)) * n)
+    return list(stats.wilson_interval(wins, n))
+
+
+def macro_ci(results: dict[str, Any], boot: dict[str, Any]) -> dict[str, Any]:
+    """The macro success's interval: with one task type macro success is the success, and gets
+    its Wilson interval; over several types, the cluster bootstrap of ``results.json``."""
+    if len(results.get("per_task_type") or {}) == 1:
+        return {"macro_success": success_interval(results)}
+    return boot
 
 
 def result_cells(runs: list[Run]) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -313,13 +320,12 @@ def result_cells(runs: list[Run]) -> dict[tuple[str, str, str], dict[str, Any]]:
     for run in runs:
         if run.kind == "eval":
             r = run.results or {}
-            boot = (r.get("bootstrap") or {}).get("ci95", {}).get("success")
             cells[(run.method, run.env, r.get("split", "?"))] = {
                 "success": r.get("success_rate", 0.0),
-                "ci": boot or r.get("success_ci95") or [0.0, 1.0],
+                "ci": success_interval(r),
                 "episodes": r.get("episodes", 0),
                 "runs": 1,
-                "how": "bootstrap" if boot else "wilson",
+                "how": "wilson",
                 "k": r.get("k", 1),
             }
             continue
@@ -337,7 +343,7 @@ def result_cells(runs: list[Run]) -> dict[tuple[str, str, str], dict[str, Any]]:
     for key, (succ, n, k) in pooled.items():
         cells[key] = {
             "success": succ / n if n else 0.0,
-            "ci": list(wilson(round(succ), n)),
+            "ci": list(stats.wilson_interval(round(succ), n)),
             "episodes": int(n),
             "runs": k,
             "how": "wilson, pooled over seeds",
@@ -384,8 +390,9 @@ def results_table(runs: list[Run]) -> str:
         + "</tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table><p class='note'>Success with 95% intervals (hover a cell for how it "
-        "was computed). Eval folders: cluster bootstrap over tasks; training runs: Wilson interval "
-        "of the last eval's episodes, pooled over seeds (n = episodes x runs).</p>"
+        "was computed): the Wilson interval, as <code>seed-gym eval</code> prints it. Eval "
+        "folders: over the eval's episodes; training runs: over the last eval's episodes, pooled "
+        "over seeds (n = episodes x runs).</p>"
     )
 
 
@@ -412,8 +419,8 @@ def eval_details(runs: list[Run]) -> str:
             "<tr class='eval-row'>"
             f"<td>{e(run.label)}</td><td>{e(run.env)}</td><td>{e(r.get('split', '?'))}</td>"
             f"<td>{e(run.method)}</td><td>{r.get('episodes', 0)}</td><td>{r.get('k', 1)}</td>"
-            + fmt("success", r.get("success_rate"))
-            + fmt("macro", r.get("macro_success_rate"), "macro_success")
+            + fmt("success", r.get("success_rate"), r_={"success": success_interval(r)})
+            + fmt("macro", r.get("macro_success_rate"), "macro_success", macro_ci(r, ci))
             + f"<td>{e(passes)}</td>"
             + fmt("return", r.get("mean_return"))
             + fmt("steps", r.get("mean_steps"))

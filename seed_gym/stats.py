@@ -5,7 +5,9 @@ The unit of resampling is the **task**: with k samples per task the k episodes o
 correlated (same task, same env seed), so every bootstrap draws whole tasks with replacement (a
 cluster bootstrap) and recomputes the statistic from their episodes. Intervals are percentile
 intervals from ``n_boot`` draws of a ``numpy`` generator seeded with ``seed``: the same inputs and
-seed give the same interval, byte for byte.
+seed give the same interval, byte for byte. One run's success rate is shown with the Wilson
+interval instead (``wilson_interval``), everywhere: a percentile bootstrap has zero width at 0/n
+and n/n.
 
 Definitions (n_t samples of task t, c_t of them won, T tasks, K task types):
 - ``success`` (micro, = avg@k): successes / episodes.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +34,25 @@ import numpy as np
 
 N_BOOT = 2000
 ALPHA = 0.05
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+# --- one run's success -----------------------------------------------------------------------------
+def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion: the one interval for one run's
+    success rate (``results.json``'s ``success_ci95``, the CLI line, the HTML report). Sound at
+    0/n and n/n (5/5 gives [0.566, 1]), where the normal approximation and a percentile bootstrap
+    collapse to zero width; differences between runs use ``paired_difference``."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # exact ends at 0/n and n/n, where the float formula leaves ~1e-17 of rounding noise
+    lo = 0.0 if successes <= 0 else max(0.0, center - half)
+    hi = 1.0 if successes >= n else min(1.0, center + half)
+    return (lo, hi)
 
 
 # --- per task ------------------------------------------------------------------------------------

@@ -201,7 +201,8 @@ def test_results_cells_pool_seeds_and_read_evals(bench):
     assert grpo["runs"] == 2 and grpo["episodes"] == 4  # 2 eval tasks x 2 seeds
     assert cells[("prompt", EZ, "seen")]["runs"] == 1
     oracle = cells[("oracle", "seed_gym/Sokoban-v0", "seen")]
-    assert oracle["success"] == 1.0 and oracle["how"] == "bootstrap"
+    assert oracle["success"] == 1.0 and oracle["how"] == "wilson"
+    assert oracle["ci"][0] < 1.0  # never zero width at n/n
 
 
 # --- the HTML -------------------------------------------------------------------------------------
