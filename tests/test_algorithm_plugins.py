@@ -85,4 +85,4 @@ def test_list_algos_names_the_built_in_ones_and_the_imported_one(capsys):
 
     assert main(["list", "--algos", "--import", RLOO]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
-    assert {"grpo", "seed", "skill-grpo", "static-skills", "opsd", "prompt", "rloo"} == set(names)
+    assert {"grpo", "seed", "skill-grpo", "static-skills", "opsd", "prompt", "rloo"} <= set(names)
