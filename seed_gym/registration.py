@@ -92,18 +92,31 @@ def make(env_id: str, split: str = "train", modality: str | None = None, **kwarg
 
 
 def import_env_modules(modules: list[str]) -> None:
-    """Import user modules (names or ``.py`` paths) so their ``seed_gym.register`` calls run
-    (the CLI's ``--import``)."""
+    """Import user modules (names or ``.py`` paths) so their ``seed_gym.register`` and
+    ``register_algorithm`` calls run (the CLI's ``--import``).
+
+    Raises ``ImportError`` with one line naming the module and what went wrong, whatever failed:
+    a missing file or module, a syntax error, or any exception the module's own code raised (a
+    user's file is input to the command, so its failure is a usage error, not a traceback)."""
     for spec in modules:
         path = Path(spec)
-        if spec.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise FileNotFoundError(f"--import {spec}: no such file")
-            # by module name from its folder, so its envs pickle into subprocess workers
-            sys.path.insert(0, str(path.resolve().parent))
-            importlib.import_module(path.stem)
-        else:
-            importlib.import_module(spec)
+        try:
+            if spec.endswith(".py") or path.is_file():
+                if not path.is_file():
+                    raise FileNotFoundError("no such file")
+                # by module name from its folder, so its envs pickle into subprocess workers
+                sys.path.insert(0, str(path.resolve().parent))
+                importlib.import_module(path.stem)
+            else:
+                importlib.import_module(spec)
+        except Exception as e:  # noqa: BLE001 - the user's module: every failure is named
+            said = e.args[0] if isinstance(e, FileNotFoundError) and e.args else e
+            raise ImportError(" ".join(f"--import {spec}: {_kind(e)}{said}".split())) from e
+
+
+def _kind(error: BaseException) -> str:
+    """``"SyntaxError: "`` and the like before a message (none for a missing file)."""
+    return "" if isinstance(error, FileNotFoundError) else f"{type(error).__name__}: "
 
 
 def parse_env_kwargs(pairs: Iterable[str]) -> dict[str, Any]:

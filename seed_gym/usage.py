@@ -54,8 +54,8 @@ def import_modules_or_exit(prog: str, modules: list[str]) -> None:
     """``--import`` modules, with a one-line error for one that is missing or fails to import."""
     try:
         import_env_modules(modules)
-    except (ImportError, FileNotFoundError, SyntaxError) as e:
-        usage_error(prog, f"cannot import {modules}: {e}")
+    except ImportError as e:  # one line naming the module (``import_env_modules``)
+        usage_error(prog, e)
 
 
 def check_env_args(

@@ -424,3 +424,23 @@ def test_eval_agent_policies_play_the_chat_env(tmp_path):
     assert bad["mean_return"] == pytest.approx(-0.6)
     episode = read_jsonl(tmp_path / "b" / "episodes.jsonl")[0]
     assert episode["actions"] == [None, None, None] and episode["truncated"]
+
+
+@pytest.mark.parametrize(
+    "command", [["list"], ["check"], ["train", "--preset", "tiny"], ["eval", "--policy", "random"]]
+)
+def test_an_import_file_that_raises_is_one_line_in_every_command(tmp_path, command):
+    # 0.4.0 before the fix: SyntaxError and ImportError were one line, anything else the module's
+    # code raised (a register() call with a bad argument, a RuntimeError) a traceback
+    user = tmp_path / "user_env.py"
+    user.write_text('raise RuntimeError("boom at import")\n')
+    out = tmp_path / "out"
+    argv = [*command, "--import", str(user)]
+    if command[0] in ("train", "eval"):
+        argv += ["--env", "seed_gym/Sokoban-v0", "--out", str(out)]
+    result = cli(*argv)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"seed-gym {command[0]}: --import {user}: RuntimeError: boom at import"
+    )
+    assert not out.exists()

@@ -615,7 +615,10 @@ class TrainConfig:
         if not isinstance(d, dict):
             raise ValueError(f"a config is a JSON object of fields, not {_json_kind(d)}")
         _check_types(cls, {"imports": d.get("imports") or ()}, "")
-        import_modules(list(d.get("imports") or []), "imports")
+        try:  # the saved run's envs and algorithms register before its config names them
+            import_env_modules(list(d.get("imports") or []))
+        except ImportError as e:  # one line naming the module (``import_env_modules``)
+            raise ValueError(f"imports: {e}") from None
         if not any(isinstance(d.get(g), dict) for g in GROUPS):  # written by seed-gym <= 0.3
             d = {**LEGACY_DEFAULTS, **d}
         return cls.from_dict(d)
@@ -883,15 +886,6 @@ for _env in PAPER_ENVS:
     PRESETS[f"paper-{_env}"] = functools.partial(paper, _env)
 
 
-def import_modules(modules: list[str], what: str) -> None:
-    """Import the ``--import`` modules or ``.py`` files (they register envs and algorithms);
-    ``ValueError`` naming ``what`` and the module for one that cannot be imported."""
-    try:
-        import_env_modules(list(modules))
-    except (ImportError, FileNotFoundError, SyntaxError) as e:
-        raise ValueError(f"{what}: cannot import {modules}: {e}") from None
-
-
 # --- CLI ----------------------------------------------------------------------------------------
 PROG = "seed-gym train"
 
@@ -913,9 +907,8 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
     # user envs and algorithms register before the config names them
     try:
         import_env_modules(list(known.imports))
-    except (ImportError, FileNotFoundError, SyntaxError) as e:
-        said = str(e)  # a missing file names its --import already
-        usage_error(PROG, said if said.startswith("--import") else f"--import: {said}")
+    except ImportError as e:  # one line naming the module (``import_env_modules``)
+        usage_error(PROG, e)
     base = TrainConfig()
     if known.resume:
         if known.out is None:

@@ -102,8 +102,8 @@ def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
         return problem
     try:
         import_env_modules(list(cfg.imports))
-    except (ImportError, FileNotFoundError, SyntaxError) as e:
-        return f"cannot import {list(cfg.imports)}: {e}"
+    except ImportError as e:  # one line naming the module (``import_env_modules``)
+        return str(e)
     problem = env_args_problem(
         cfg.env, split="train", modality=cfg.modality, env_kwargs=cfg.env_kwargs
     )
