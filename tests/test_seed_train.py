@@ -316,6 +316,14 @@ def test_config_invariants_for_seed_flags():
     assert {"seed", "skill-grpo", "static-skills", "opsd"} <= set(ALGOS)
     with pytest.raises(ValueError, match="need a teacher"):
         TrainConfig().replace(algo="grpo", positive_only=True)
+    for algo in (
+        "seed",
+        "static-skills",
+        "opsd",
+    ):  # a teacher: its flags apply, groups still needed
+        assert TrainConfig().replace(algo=algo, positive_only=True).opd.positive_only
+        with pytest.raises(ValueError, match="--group-size must be >= 2 for --algo"):
+            TrainConfig().replace(algo=algo, group_size=1)
     with pytest.raises(ValueError, match="--teacher-advantage replaces"):
         TrainConfig().replace(algo="seed", positive_only=True, teacher_advantage=True)
     with pytest.raises(ValueError, match="--opd-beta"):

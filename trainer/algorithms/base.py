@@ -55,6 +55,7 @@ class Algorithm:
     )
     trains: ClassVar[bool] = True  # False: evaluate the starting policy and stop
     privileged_rollouts: ClassVar[bool] = False  # keep privileged_info() taken at reset
+    has_teacher: ClassVar[bool] = False  # True: --positive-only / --teacher-advantage apply
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -69,7 +70,7 @@ class Algorithm:
                 f"--group-size must be >= 2 for --algo {cls.name} (a group of one has no "
                 f"advantage), not {cfg.rollout.group_size}"
             )
-        if cfg.opd.positive_only or cfg.opd.teacher_advantage:
+        if not cls.has_teacher and (cfg.opd.positive_only or cfg.opd.teacher_advantage):
             raise ValueError(
                 f"--positive-only / --teacher-advantage need a teacher; --algo {cls.name} has none "
                 "(seed, static-skills and opsd have one)"

@@ -11,8 +11,6 @@ the skills come from (``skills``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from seed_gym.trainer.algorithms.base import Algorithm, Teacher
@@ -24,15 +22,8 @@ from seed_gym.trainer.losses import opd_loss
 class Distilling(Algorithm):
     """An algorithm with a teacher: the policy reading each trajectory's skill."""
 
-    @classmethod
-    def check(cls, cfg: Any) -> None:
-        """Groups, as GRPO; --positive-only and --teacher-advantage shape this teacher's term
-        (``OPDConfig`` checks that they exclude each other)."""
-        if cfg.rollout.group_size < 2:
-            raise ValueError(
-                f"--group-size must be >= 2 for --algo {cls.name} (a group of one has no "
-                f"advantage), not {cfg.rollout.group_size}"
-            )
+    has_teacher = True  # --positive-only / --teacher-advantage shape its term (OPDConfig
+    # checks that they exclude each other); groups are checked as for GRPO
 
     def teacher(self, policy, spec, trajs, skills, iteration) -> Teacher:
         return rescore_trajectories(self.cfg, policy, spec, trajs, skills, iteration)
