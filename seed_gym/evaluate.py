@@ -19,7 +19,7 @@ the eval completes); ``DIR/results.json`` the summary: success rate with a 95% W
 interval, mean return and steps, the invalid-action rate (invalid steps / all steps), success per
 task type and its macro average, the mean of every numeric namespaced info key at episode end
 (``webshop.score``, ``search.em``, ``search.f1``, ...), avg@k / pass@k, cluster-bootstrap 95%
-intervals of all of them (``seed_gym.stats``), the per-task table ``seed-gym compare`` pairs on,
+intervals of all of them but the success (``seed_gym.stats``), the per-task table ``seed-gym compare`` pairs on,
 and provenance: the eval config, package versions, the split manifest (with its hash) and the
 model's hash.
 
@@ -136,6 +136,9 @@ def summarize(
     keyed = [e if "task_id" in e else {**e, "task_id": f"#{i}"} for i, e in enumerate(episodes)]
     tasks = stats.per_task(keyed)
     boot = stats.summarize_tasks(tasks, n_boot=n_boot, seed=ci_seed)
+    # one run's success has one interval, Wilson's (success_ci95 below); the percentile one
+    # would be zero wide at 0/n and n/n and disagree with the CLI line and the report
+    boot["ci95"].pop("success", None)
     k = boot["k_min"]
     return {
         "episodes": n,

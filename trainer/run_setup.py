@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
+import json
 import os
 import random
 import shutil
@@ -21,7 +22,7 @@ import numpy as np
 import torch
 
 from seed_gym.folder_lock import folder_lock, out_problem
-from seed_gym.registration import env_args_problem, import_env_modules
+from seed_gym.registration import env_args_problem, env_class, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
 from seed_gym.trainer.algorithms.seed.annotators import StaticSkillAnnotator
 from seed_gym.trainer.backends.distributed import (
@@ -96,7 +97,8 @@ def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
     neither built in, a local folder nor a reachable hub id. Checked before anything is written
     (the env is built once; a hub id fetches its config.json only). With ``system`` and outside
     ``--dry-run`` (a plan runs anywhere), also a GPU, engine or env backend this machine lacks
-    (``system_problem``)."""
+    (``system_problem``), and a text-only ``--model`` the env would show images
+    (``modality_problem``; ``sft`` passes ``system=False`` and skips it for now)."""
     problem = out_problem(cfg.out, holds="the run's config, metrics and checkpoints")
     if problem is not None:
         return problem
@@ -124,7 +126,39 @@ def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
             model_dir(model, files=["config.json"])
         except FileNotFoundError as e:
             return f"--model: {e}"
-    return None
+    return modality_problem(cfg) if system else None
+
+
+def reads_images(model: str) -> bool:
+    """Whether policy ``model`` sees pictures: the built-in vision-language models, and a folder
+    or hub id whose ``config.json`` has a ``vision_config`` (what ``load_policy`` loads with a
+    processor). Reads config.json only."""
+    if model in VLM_BUILDERS:
+        return True
+    if model in ("tiny", "smollm2"):
+        return False
+    config = json.loads((model_dir(model, files=["config.json"]) / "config.json").read_text())
+    return "vision_config" in config
+
+
+def modality_problem(cfg: TrainConfig) -> str | None:
+    """Why ``cfg.model`` cannot see what ``cfg.env`` shows in ``cfg.modality`` (the env's
+    default when None): a text-only model given images would train on ``<image>`` placeholders
+    (0.3 trained a text model on EZPoints' default image modality without a word). None when
+    the modality is text or the model reads images."""
+    if not cfg.model:
+        return None
+    cls = env_class(cfg.env)
+    shown = cfg.modality or getattr(cls, "default_modality", "text")
+    if shown == "text" or reads_images(cfg.model):
+        return None
+    default = " (its default)" if cfg.modality is None else ""
+    vlm = "a vision-language --model (tiny-vlm, smollm2-vlm or a folder with a vision_config)"
+    hint = f"pass --modality text, or {vlm}" if "text" in getattr(cls, "modalities", ()) else vlm
+    return (
+        f"--model {cfg.model} reads text only, and {cfg.env} shows images in modality "
+        f"{shown!r}{default}; {hint}"
+    )
 
 
 @contextlib.contextmanager
