@@ -4,7 +4,9 @@ On top of gymnasium's own checker it verifies the info vocabulary, pinned tasks,
 a seed (byte for byte), garbage actions (never raise, flagged invalid), the reward rules
 (unparseable output never pays more than the worst in-format action; nothing is paid or won
 after the end, by termination or by truncation), pickling, and split manifests (non-empty, stable,
-disjoint by id and by content).
+disjoint by id and by content). What it cannot verify (no ``content_key``, no episode that ends,
+no ``TimeLimit``) and a game that charges for unparseable input itself are ``EnvCheckWarning``s,
+never silent skips. docs/adding_an_env.md lists every check.
 """
 
 from __future__ import annotations
@@ -41,8 +43,18 @@ class EnvCheckError(AssertionError):
     """An env broke the seed-gym contract."""
 
 
+class EnvCheckWarning(UserWarning):
+    """A check that could not run in full, or a rule the env bends without breaking a check:
+    ``check_env`` passes, and says what it could not verify (``seed-gym check`` prints each as
+    a ``warn`` line)."""
+
+
 def _fail(msg: str) -> None:
     raise EnvCheckError(msg)
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, EnvCheckWarning, stacklevel=3)
 
 
 def _check_info(info: dict, env: SeedEnv, where: str) -> None:
@@ -128,8 +140,13 @@ def check_invalid_output_never_pays(
     the start of each seed's episode and the states of a short random walk from it. Rewards are
     compared net of potential-based shaping (``SeedEnv.reward_potential``). ``penalty``
     defaults to the registered agent spec's ``invalid_penalty``.
+
+    Warns (``EnvCheckWarning``) when the game itself pays less for ``None`` than for its worst
+    in-format action: the format penalty is the agent wrapper's alone, and an env that charges
+    too makes unparseable output cost both (-0.2 where the spec says 0.1).
     """
     penalty = _format_penalty(env) if penalty is None else float(penalty)
+    charged: tuple[int, int, float, float] | None = None  # the first state where the env charges
 
     def unshaped(action: Any) -> float:
         """The step's reward from a copy of the current state, net of potential-based shaping."""
@@ -142,9 +159,12 @@ def check_invalid_output_never_pays(
         rng = np.random.default_rng(seed)
         _, info = env.reset(seed=seed)
         for depth in range(walk + 1):
-            garbage = unshaped(None) - penalty
+            noop = unshaped(None)
+            garbage = noop - penalty
+            worst = None
             for action in _probe_actions(env, info, rng, max_actions):
                 reward = unshaped(action)
+                worst = reward if worst is None else min(worst, reward)
                 if garbage > reward + 1e-9:
                     _fail(
                         f"seed {seed}, step {depth}: unparseable output scores {garbage:+.3f} "
@@ -152,12 +172,22 @@ def check_invalid_output_never_pays(
                         f"in-format action {action!r:.60} scores {reward:+.3f}: garbage must "
                         "never pay more than the worst in-format action"
                     )
+            if charged is None and worst is not None and noop < worst - 1e-9:
+                charged = (seed, depth, noop, worst)
             if depth == walk:
                 break
             action = env.unwrapped.sample_action(rng, info.get("admissible_actions"))
             _, _, terminated, truncated, info = env.step(action)
             if terminated or truncated:
                 break
+    if charged is not None:
+        seed, depth, noop, worst = charged
+        _warn(
+            f"check_invalid_output_never_pays: seed {seed}, step {depth}: step(None) pays "
+            f"{noop:+.3f} where the worst in-format action pays {worst:+.3f}: the env charges for "
+            f"unparseable input and the agent wrapper's format penalty ({penalty}) comes on "
+            "top; pay what a no-op pays and leave the charge to AgentSpec.invalid_penalty"
+        )
 
 
 def _next_action(env: gym.Env, rng: np.random.Generator, info: dict) -> Any:
@@ -213,9 +243,15 @@ def check_nothing_paid_after_the_end(
     actions would make progress there, and win, if the env kept playing. A made env passes by
     its ``FreezeAtEnd`` (``seed_gym.register`` puts one around the ``TimeLimit``); a
     ``TimeLimit`` outside it is caught here.
+
+    Warns (``EnvCheckWarning``) for what it could not check: no seed's episode terminated
+    within ``max_steps`` steps (termination unchecked), or ``env`` has no ``TimeLimit``
+    (truncation unchecked).
     """
     raw = env.unwrapped
     ends = [("", env)] if raw is env else [("", env), (", the env class stepped directly", raw)]
+    terminated_seeds = []
+    short = None
     for seed in seeds:
         for label, target in ends:
             rng = np.random.default_rng(seed)
@@ -228,31 +264,53 @@ def check_nothing_paid_after_the_end(
                     _, info = target.reset(seed=seed + 1000)
             else:
                 continue  # the episode never terminated: nothing to check for this seed
+            terminated_seeds.append(seed)
             where = f"seed {seed}, after termination{label}"
             _check_after_the_end(target, rng, info, where=where, after=after)
         env.reset(seed=seed)  # the wrappers' state, after stepping the class directly
 
         short = _with_step_limit(env, 1)
         if short is None:
-            continue  # no step limit: nothing is ever truncated
+            continue  # no step limit: nothing is ever truncated (warned below)
         rng = np.random.default_rng(seed)
         short.reset(seed=seed)
         _, _, terminated, truncated, info = short.step(None)
         if truncated and not terminated:
             where = f"seed {seed}, after truncation"
             _check_after_the_end(short, rng, info, where=where, after=after)
+    if not terminated_seeds:
+        driver = "the oracle" if _has_oracle(raw) else "sampled actions (no oracle_action)"
+        _warn(
+            f"check_nothing_paid_after_the_end: no episode of seeds {list(seeds)} terminated "
+            f"within {max_steps} steps of {driver}, so steps after termination were not checked"
+        )
+    if short is None:
+        _warn(
+            "check_nothing_paid_after_the_end: the env has no TimeLimit (seed_gym.make adds one "
+            "from register's max_episode_steps), so steps after truncation were not checked"
+        )
+
+
+def _has_oracle(raw: Any) -> bool:
+    return type(raw).oracle_action is not SeedEnv.oracle_action
 
 
 def check_splits_disjoint_by_content(env: gym.Env) -> None:
     """No two splits share a task *content* (``SeedEnv.content_key``: a room's start state, a
     question, an instruction), only distinct ids. A held-out task whose content is also a
-    training task measures memory, not generalisation. Envs that expose no key are skipped."""
+    training task measures memory, not generalisation. An env that exposes no key is checked
+    by id only, with an ``EnvCheckWarning`` saying so."""
     raw = env.unwrapped
     owner: dict[str, tuple[str, str]] = {}
     for split in SPLITS:
         for task_id in raw.manifest(split).task_ids:
             key = raw.content_key(task_id)
             if key is None:
+                _warn(
+                    f"check_splits_disjoint_by_content: {type(raw).__name__}.content_key"
+                    f"({task_id!r}) is None, so splits were checked disjoint by id only; "
+                    "return what a task is (its start state, question or goal)"
+                )
                 return
             first = owner.setdefault(key, (split, task_id))
             if first[0] != split:
@@ -270,6 +328,7 @@ def check_env(
     ``env`` is a made env (``seed_gym.make(...)``); it is reset and stepped, not closed.
     """
     raw = env.unwrapped
+    # a SeedEnv
     if not isinstance(raw, SeedEnv):
         _fail(f"{type(raw).__name__} must subclass seed_gym.SeedEnv")
 
@@ -338,6 +397,7 @@ def check_env(
         _fail(f"an unpickled copy replays seed {seeds[0]} differently at record {diff}")
     restored.close()
 
+    # split manifests: disjoint by id, stable between calls, disjoint by content
     if check_splits:
         manifests = [raw.manifest(s) for s in SPLITS]
         check_disjoint(manifests)

@@ -12,6 +12,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 
 from seed_gym import checker, data
@@ -58,7 +59,9 @@ def _failed_check(error: BaseException) -> str:
         return "check_env"
     frame, callee = frames[at[-1]], frames[at[-1] + 1] if at[-1] + 1 < len(frames) else None
     if callee is not None and callee.name.startswith("check_"):
-        return callee.name if callee.filename == source else f"gymnasium's {callee.name}"
+        # gymnasium's own checker, or a check_* helper of seed-gym's (splits.check_disjoint)
+        gymnasium = inspect.getsourcefile(checker.gym_check_env)
+        return f"gymnasium's {callee.name}" if callee.filename == gymnasium else callee.name
     lines, first = inspect.getsourcelines(checker.check_env)
     for line in reversed(lines[: frame.lineno - first + 1]):
         if line.strip().startswith("# "):
@@ -70,19 +73,25 @@ def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split())
 
 
-def _check_one(env_id: str, split: str, modality: str | None) -> str | None:
-    """None when ``env_id`` passes ``check_env``, else what failed, in one line."""
+def _check_one(env_id: str, split: str, modality: str | None) -> tuple[str | None, list[str]]:
+    """What failed, in one line (None when ``env_id`` passes ``check_env``), and what the
+    checker could not verify (its ``EnvCheckWarning``s, one line each)."""
     try:
         env = make(env_id, split=split, modality=modality)
     except Exception as e:  # noqa: BLE001 - an env that cannot be made fails its check
-        return f"making the env: {_one_line(e)}"
-    try:
-        checker.check_env(env)
-    except Exception as e:  # noqa: BLE001 - whatever the env's code raises is the answer
-        return f"{_failed_check(e)}: {_one_line(e)}"
-    finally:
-        env.close()
-    return None
+        return f"making the env: {_one_line(e)}", []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", checker.EnvCheckWarning)
+        try:
+            checker.check_env(env)
+            problem = None
+        except Exception as e:  # noqa: BLE001 - whatever the env's code raises is the answer
+            problem = f"{_failed_check(e)}: {_one_line(e)}"
+        finally:
+            env.close()
+    said = [" ".join(str(w.message).split()) for w in caught
+            if issubclass(w.category, checker.EnvCheckWarning)]  # fmt: skip
+    return problem, said
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -99,7 +108,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     failed = 0
     for env_id in env_ids:
         start = time.perf_counter()
-        problem = _check_one(env_id, args.split, args.modality)
+        problem, said = _check_one(env_id, args.split, args.modality)
+        for message in said:
+            print(f"warn {env_id}: {message}", file=sys.stderr)
         if problem is None:
             print(f"ok   {env_id} ({time.perf_counter() - start:.1f} s)")
         else:
