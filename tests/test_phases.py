@@ -7,7 +7,13 @@ import sys
 
 import pytest
 
-from seed_gym.trainer.phases import PhaseMeter, phase_rows, release_free_memory, rss_mb
+from seed_gym.trainer.phases import (
+    PhaseMeter,
+    eager_release,
+    phase_rows,
+    release_free_memory,
+    rss_mb,
+)
 
 linux_glibc = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not release_free_memory(),
@@ -28,6 +34,29 @@ def test_memory_freed_in_a_phase_goes_back_to_the_system():
     assert held - after > 64  # of the 125 MiB freed
     assert meter.peak_mb["update"] >= held
     del chunks
+
+
+def _freed_at_once(n: int = 300) -> float:
+    """MiB that freeing every other one of ``n`` 1-MiB arrays gives back at once (no trim)."""
+    import numpy as np
+
+    arrays = [np.ones(1 << 17) for _ in range(n)]  # 1 MiB each, written, so resident
+    before = rss_mb()
+    del arrays[::2]
+    freed = before - rss_mb()
+    del arrays
+    release_free_memory()
+    return freed
+
+
+@linux_glibc
+def test_eager_release_gives_freed_blocks_back_at_once_and_the_heap_after_it_does_not():
+    with eager_release() as eager:
+        assert eager
+        inside = _freed_at_once()
+    outside = _freed_at_once()  # the threshold now sits at glibc's ceiling: 1 MiB is heap
+    assert inside > 120  # of the 150 MiB freed
+    assert outside < 0.5 * inside
 
 
 def test_a_phase_entered_twice_adds_seconds_and_keeps_the_larger_peak():

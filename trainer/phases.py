@@ -61,6 +61,42 @@ def _libc_trim():
         return None
 
 
+@functools.cache
+def _libc_mallopt():
+    """glibc's ``mallopt``, or None (another C library, another system)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return None
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
+EAGER_MMAP_BYTES = 128 * 1024  # glibc's starting threshold, fixed for the phase
+LAZY_MMAP_BYTES = 32 * 1024 * 1024  # glibc's ceiling for its own moving threshold (64-bit)
+
+
+@contextlib.contextmanager
+def eager_release() -> Iterator[bool]:
+    """Within the block, every allocation of ``EAGER_MMAP_BYTES`` or more is its own mapping,
+    returned to the system when torch frees it; yields False where glibc is absent.
+
+    glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so a
+    backward pass's activations, freed and allocated again in other sizes, end up in the heap,
+    which fragments: resident memory then grows step after step above what tensors use
+    (``benchmarks/update_memory.py``). The update and the SFTs run inside this block; rollouts do
+    not (their KV cache grows by a few MiB per token and would be mapped afresh each time).
+    After the block the threshold is fixed at glibc's ceiling, so big blocks go on being mapped."""
+    mallopt = _libc_mallopt()
+    if mallopt is None:
+        yield False
+        return
+    mallopt(_M_MMAP_THRESHOLD, EAGER_MMAP_BYTES)
+    try:
+        yield True
+    finally:
+        mallopt(_M_MMAP_THRESHOLD, LAZY_MMAP_BYTES)
+
+
 def release_free_memory() -> bool:
     """Return the C heap's free memory to the system; False where there is no ``malloc_trim``."""
     trim = _libc_trim()

@@ -49,7 +49,7 @@ from seed_gym.trainer.backends.plan import dry_run
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.config import PROG, TrainConfig, parse_args
 from seed_gym.trainer.eval_cache import CachedEval, eval_key, load_eval, store_eval
-from seed_gym.trainer.phases import PhaseMeter
+from seed_gym.trainer.phases import PhaseMeter, eager_release
 from seed_gym.trainer.run_setup import Run, export_model, run_folder_lock, run_problem, start_run
 from seed_gym.trainer.run_state import (
     RunStateError,
@@ -230,7 +230,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
             teacher = scored.per_step if scored else None
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
-            with meter.phase("update"):
+            with meter.phase("update"), eager_release():  # freed activations: back to the OS
                 run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
                 samples = update_samples(run, trajs, teacher)
                 train_metrics = run_update(
