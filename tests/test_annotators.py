@@ -169,8 +169,9 @@ def test_privileged_annotator_input_errors():
         ann.annotate([traj("t", [], won=False)])
     with pytest.raises(ValueError, match="1 trajectories but 2"):
         ann.annotate([traj("t", [], won=False)], [{}, {}])
-    # no privileged info at all still yields a valid skill from the trajectory alone
-    (s,) = ann.annotate([traj("t", ["up"], won=False)], [{}])
+    # no privileged info at all still yields a valid skill from the trajectory alone, with a warning
+    with pytest.warns(UserWarning, match=r"privileged_info\(\) is empty"):
+        (s,) = ann.annotate([traj("t", ["up"], won=False)], [{}])
     assert s is not None and len(s.skill.split()) >= 5
 
 

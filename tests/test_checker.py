@@ -74,8 +74,8 @@ class GarbageCountsAsValid(Base):
 
 
 class GarbageIsARefuge(Base):
-    """A wrong guess costs 0.5, unparseable output only the no-op's 0.1 plus the 0.1 format
-    penalty: a policy would learn never to answer (EZPoints' old rewards had this shape)."""
+    """A wrong guess costs 0.5, unparseable output only the 0.1 format penalty: a policy would
+    learn never to answer (EZPoints' old rewards had this shape)."""
 
     def step(self, action):
         obs, reward, terminated, truncated, info = super().step(action)
@@ -160,7 +160,7 @@ def test_the_unbroken_example_passes():
         (RaisesOnGarbage, r"step\(None\) raised AttributeError"),
         (GarbageCountsAsValid, r"must set action_is_valid=False"),
         (AcceptsUnknownTasks, r"unknown task_id must raise ValueError"),
-        (GarbageIsARefuge, r"unparseable output scores -0.200 .* scores -0.500"),
+        (GarbageIsARefuge, r"unparseable output scores -0.100 .* scores -0.500"),
         (
             PaysAfterTheEnd,
             r"seed 0, after termination, the env class stepped directly: step\('\d+'\) after "

@@ -323,9 +323,9 @@ def test_play_reads_actions_until_quit(tmp_path):
     assert play(GUESS_ID, seed=0, stdin=stdin, out=out, image_dir=tmp_path) == 0
     text = out.getvalue()
     assert "Task: Guess the secret whole number between 1 and 100." in text
-    assert "reward -0.10 (invalid action)" in text
+    assert "reward +0.00 (invalid action)" in text
     assert f"oracle: {secret_at(0)}" in text
-    assert "Episode over: won, return +0.90 in 2 steps." in text
+    assert "Episode over: won, return +1.00 in 2 steps." in text
     assert "New episode (seed 1)" in text
     assert "never read" not in text
 
@@ -420,8 +420,8 @@ def test_eval_agent_policies_play_the_chat_env(tmp_path):
     )
     assert bad["success_rate"] == 0.0 and bad["invalid_action_rate"] == 1.0
     assert bad["mean_steps"] == 3.0  # invalid turns count toward the step limit
-    # 3 x (the example's no-op cost -0.1 + the format penalty 0.1), the semantics since df9d20e
-    assert bad["mean_return"] == pytest.approx(-0.6)
+    # 3 x the format penalty 0.1 (the example's no-op pays 0: the penalty rule)
+    assert bad["mean_return"] == pytest.approx(-0.3)
     episode = read_jsonl(tmp_path / "b" / "episodes.jsonl")[0]
     assert episode["actions"] == [None, None, None] and episode["truncated"]
 

@@ -414,14 +414,13 @@ def test_check_import_runs_check_env_on_the_files_envs(tmp_path):
     result = cli("check", "--import", EXAMPLE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"ok   {GUESS_ID} (") and len(result.stdout.splitlines()) == 1
+    assert result.stderr == ""  # the example keeps every rule: no warn line
     broken = tmp_path / "broken_env.py"
     broken.write_text(BROKEN.format(examples=str(EXAMPLES)))
     result = cli("check", "--import", str(broken))
     assert result.returncode == 1
     assert f"ok   {GUESS_ID}" in result.stdout  # the file registers both
-    # the example's own warnings (warn lines) come first; the failure is one line of its own
-    failed = [line for line in result.stderr.splitlines() if not line.startswith("warn ")]
-    assert failed == [
+    assert result.stderr.splitlines() == [
         "FAIL example/RaisingOracle-v0: check_nothing_paid_after_the_end: KeyError: 'oracle broke'"
     ], result.stderr
     result = cli("check", "--import", str(broken), GUESS_ID)  # ENV_ID: that env only

@@ -35,15 +35,20 @@ def check_warnings(env) -> list[str]:
 
 
 class KeepsTheRule(Base):
-    """The example as the penalty rule wants it: a non-number pays 0 (the wrapper charges), and
-    the content of a task is its secret."""
+    """The example as it is: a non-number pays 0 (the wrapper charges), and the content of a task
+    is its secret."""
+
+
+class ChargesForGarbage(KeepsTheRule):
+    """Breaks the penalty rule: -0.1 for a non-number, on top of the wrapper's 0.1."""
 
     def step(self, action):
         obs, reward, terminated, truncated, info = super().step(action)
-        return obs, (0.0 if not info["action_is_valid"] else reward), terminated, truncated, info
+        return obs, (-0.1 if not info["action_is_valid"] else reward), terminated, truncated, info
 
-    def content_key(self, task_id):
-        return task_id.split("-")[1]
+
+class HidesItsContent(KeepsTheRule):
+    content_key = seed_gym.SeedEnv.content_key  # None: splits checkable by id only
 
 
 class NeverEnds(KeepsTheRule):
@@ -58,14 +63,16 @@ def test_an_env_that_keeps_every_rule_gets_no_warning():
 
 
 def test_a_missing_content_key_is_a_warning_not_a_silent_skip():
-    said = [w for w in check_warnings(made(Base)) if "content_key" in w]
+    said = [w for w in check_warnings(made(HidesItsContent)) if "content_key" in w]
     assert len(said) == 1 and said[0].startswith("check_splits_disjoint_by_content:"), said
     assert "disjoint by id only" in said[0]
 
 
 def test_a_game_that_charges_for_unparseable_input_is_warned():
-    # the example pays -0.1 for a non-number: with the wrapper's 0.1, garbage cost -0.2
-    said = [w for w in check_warnings(made(Base)) if w.startswith("check_invalid_output")]
+    # -0.1 for a non-number: with the wrapper's 0.1, garbage would cost -0.2
+    said = [
+        w for w in check_warnings(made(ChargesForGarbage)) if w.startswith("check_invalid_output")
+    ]
     assert len(said) == 1, said
     assert "step(None) pays -0.100 where the worst in-format action pays +0.000" in said[0]
     assert "AgentSpec.invalid_penalty" in said[0]
@@ -95,7 +102,7 @@ class Quiet(KeepsTheRule):
 
 class NoContentKey(Quiet):
     env_id = "example/NoContentKey-v0"
-    content_key = Base.content_key
+    content_key = seed_gym.SeedEnv.content_key
 
 
 for _cls in (Overlapping, Quiet, NoContentKey):

@@ -300,8 +300,9 @@ def test_sft_cli_writes_dataset_meta_and_model(tmp_path):
     from seed_gym.trainer.sft import main as sft_main
 
     out = tmp_path / "s1"
-    argv = ["--env", "seed_gym/EZPoints-v0", "--preset", "tiny", "--out", str(out)]
-    argv += ["--tasks-per-type", "1", "--rollouts", "2", "--reruns", "2", "--no-progress"]
+    argv = ["--env", "seed_gym/EZPoints-v0", "--modality", "text", "--preset", "tiny"]
+    argv += ["--out", str(out), "--tasks-per-type", "1", "--rollouts", "2", "--reruns", "2"]
+    argv += ["--no-progress"]
     assert sft_main(argv) == 0
     meta = json.loads((out / "stage1.json").read_text())
     assert meta["env"] == "seed_gym/EZPoints-v0" and meta["annotator"] == "privileged"

@@ -142,9 +142,9 @@ def test_invalid_output_is_a_noop_step_with_its_cost_and_the_penalty():
     ):
         obs, reward, terminated, truncated, info = env.step(bad)
         assert raw.calls == 2 + k  # the game takes its no-op step (it counts, and it costs)
-        # GuessNumber charges -0.1 for a non-number (its no-op), the agent layer 0.25 on top
-        assert reward == pytest.approx(-0.1 - 0.25)
-        assert info["env_reward"] == pytest.approx(-0.1) and info["format_penalty"] == 0.25
+        # GuessNumber's no-op pays 0 (the penalty rule); the agent layer alone charges its 0.25
+        assert reward == pytest.approx(-0.25)
+        assert info["env_reward"] == 0.0 and info["format_penalty"] == 0.25
         assert not terminated and not truncated
         assert info["format_valid"] is False and info["action_is_valid"] is False
         assert info["parsed_action"] is None
@@ -174,9 +174,10 @@ def test_well_formed_but_illegal_action_goes_to_the_game():
     env = seed_gym.make_agent_env(GUESS_ID, split="seen")
     env.reset(seed=0)
     _, reward, _, _, info = env.step(act("forty"))
-    # the game's own answer and penalty (-0.1), not the format penalty
+    # the game's own answer and its no-op pay (0), not the format penalty
     assert info["format_valid"] is True and info["action_is_valid"] is False
-    assert info["parsed_action"] == "forty" and reward == info["env_reward"] == -0.1
+    assert info["parsed_action"] == "forty" and reward == info["env_reward"] == 0.0
+    assert info["format_penalty"] == 0.0
     assert info["anchor"].startswith("Invalid action")
 
 
@@ -198,7 +199,7 @@ def test_a_parser_that_raises_counts_as_invalid_output():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _, reward, *_, info = env.step("anything")
-    assert reward == pytest.approx(-0.2) and info["format_valid"] is False  # no-op + penalty
+    assert reward == pytest.approx(-0.1) and info["format_valid"] is False  # the penalty alone
     assert "KeyError" in info["parse_error"] and caught
 
 
@@ -292,7 +293,7 @@ def test_recorder_writes_one_line_per_step_and_pngs(tmp_path):
     assert first["observation"].endswith("Make your first guess.")
     assert first["completion"] == act(50) and first["parsed_action"] == "50"
     assert first["reward"] == 0.0 and first["format_valid"] and first["action_is_valid"]
-    assert bad["parsed_action"] is None and bad["reward"] == pytest.approx(-0.2)
+    assert bad["parsed_action"] is None and bad["reward"] == pytest.approx(-0.1)
     assert bad["format_valid"] is False and bad["action_is_valid"] is False
     assert bad["observation"].endswith("50? Lower.")
     assert last["won"] is True and last["terminated"] is True and last["reward"] == 1.0

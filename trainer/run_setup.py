@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from seed_gym.core import SeedEnv
 from seed_gym.folder_lock import folder_lock, out_problem
 from seed_gym.registration import env_args_problem, env_class, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
@@ -97,8 +98,9 @@ def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
     neither built in, a local folder nor a reachable hub id. Checked before anything is written
     (the env is built once; a hub id fetches its config.json only). With ``system`` and outside
     ``--dry-run`` (a plan runs anywhere), also a GPU, engine or env backend this machine lacks
-    (``system_problem``), and a text-only ``--model`` the env would show images
-    (``modality_problem``; ``sft`` passes ``system=False`` and skips it for now)."""
+    (``system_problem``; ``sft`` passes ``system=False``: Stage 1 runs on this CPU). Always: a
+    text-only ``--model`` the env would show images (``modality_problem``) and a format warm-up
+    on an env without ``oracle_action()`` (``warmup_problem``)."""
     problem = out_problem(cfg.out, holds="the run's config, metrics and checkpoints")
     if problem is not None:
         return problem
@@ -126,7 +128,23 @@ def run_problem(cfg: TrainConfig, *, system: bool = True) -> str | None:
             model_dir(model, files=["config.json"])
         except FileNotFoundError as e:
             return f"--model: {e}"
-    return modality_problem(cfg) if system else None
+    return modality_problem(cfg) or warmup_problem(cfg)
+
+
+def warmup_problem(cfg: TrainConfig) -> str | None:
+    """Why the format warm-up cannot run on ``cfg.env``: it clones the env's ``oracle_action()``,
+    which the env does not implement (0.4 raised NotImplementedError mid-run)."""
+    if cfg.warmup.episodes <= 0:
+        return None
+    cls = env_class(cfg.env)
+    implemented = getattr(cls, "oracle_action", None)
+    if implemented is not None and implemented is not SeedEnv.oracle_action:
+        return None
+    return (
+        f"the format warm-up (--format-warmup-episodes {cfg.warmup.episodes}) clones "
+        f"{cfg.env}'s oracle_action(), which {cls.__name__} does not implement; implement it "
+        "or pass --format-warmup-episodes 0"
+    )
 
 
 def reads_images(model: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from seed_gym.folder_lock import FolderLockedError, folder_lock
 from seed_gym.oneline import OneLineParser, one_line, usage_error
+from seed_gym.spaces import MODALITIES
 from seed_gym.trainer.algorithms.seed.stage1 import run_stage1
 from seed_gym.trainer.config import PRESETS, TrainConfig
 from seed_gym.trainer.run_setup import run_problem
@@ -61,6 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         ("threads", int),
     ):
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=None)
+    p.add_argument("--modality", default=None, choices=MODALITIES, help="default: the env's")
+    p.add_argument(
+        "--env-kwarg",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="env constructor argument, as the trainer's (repeatable)",
+    )
     p.add_argument("--bf16", action="store_true", default=None)
     p.add_argument("--no-progress", dest="progress", action="store_false", default=None)
     args = p.parse_args(argv)
@@ -75,18 +84,21 @@ def main(argv: list[str] | None = None) -> int:
         "analyzer_budget",
         "seed",
         "threads",
+        "modality",
         "bf16",
         "progress",
     ):
         if getattr(args, name) is not None:
             over[name] = getattr(args, name)
+    if args.env_kwarg:
+        over["env_kwarg"] = tuple(args.env_kwarg)
     try:
         over["stage1"] = replace(base.stage1, **{n: v for n, v in stage1.items() if v is not None})
         cfg = base.replace(**over)
     except (ValueError, TypeError) as e:  # the config names the trainer's --sft-X: here --X
         usage_error(PROG, str(e).replace("--sft-", "--"))
-    # --out, the env, the model: before anything is written (Stage 1 samples with the HF engine
-    # on the CPU, whatever the preset's --engine and --device)
+    # --out, the env, the model and what it can see: before anything is written (Stage 1 samples
+    # with the HF engine on the CPU, whatever the preset's --engine and --device)
     problem = run_problem(cfg, system=False)
     if problem is not None:
         usage_error(PROG, problem)

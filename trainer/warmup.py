@@ -39,6 +39,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from seed_gym.trainer.backends.models import autocast, bf16_is_fast, load_policy
 from seed_gym.trainer.model_cache import base_key, here, model_cache_dir, publish, staging_dir
 from seed_gym.trainer.trajectory import StepSample, Trajectory
 from seed_gym.wrappers.skill import insert_skill
-from seed_gym.wrappers.spec import DemoStep
+from seed_gym.wrappers.spec import DemoStep, next_action
 
 # bump when demonstrations or training change, so old cached models are not reused; it is also
 # part of the demonstrations' random stream, so a bump redraws them (tests pin outcomes per env)
@@ -194,6 +195,12 @@ def play_demonstrations(
     env = seed_gym.make_agent_env(
         env_id, split=split, modality=modality, history=history, **(env_kwargs or {})
     )
+    if seed_gym.agent_spec(env_id).reasoning is next_action:
+        warnings.warn(
+            f"{env_id} has no AgentSpec.reasoning: its demonstrations show 'Next I <action>.' as "
+            "their reasoning (docs/adding_an_env.md, section 5)",
+            stacklevel=2,
+        )
     try:
         ids = list(env.unwrapped.manifest(split).task_ids)
         order = [ids[int(i)] for i in rng.permutation(len(ids))]

@@ -10,7 +10,8 @@ from seed_gym.wrappers import AgentSpec, parse_think_action
 class GuessNumberEnv(seed_gym.SeedEnv):
     """Description: find a secret integer; every guess is answered "Higher." or "Lower.".
     Observation: {"text": feedback}. Actions: a whole number as text ("42").
-    Rewards: +1 for the right guess; -0.1 for text that is not a number (a no-op); else 0.
+    Rewards: +1 for the right guess, else 0 (text that is not a number is a no-op that pays 0: the
+    agent wrapper alone charges its format penalty).
     Termination: the right guess (later steps pay 0); truncated after 12 steps. Version History:
     v0: initial.
     Splits: secrets 1..100 not divisible by 5 (train), divisible by 5 (seen); 101..1000 (unseen)."""
@@ -38,11 +39,14 @@ class GuessNumberEnv(seed_gym.SeedEnv):
             return self._observation("Game over."), 0.0, True, False, self._info(won=True)
         if not (text and text.isascii() and text.isdigit() and len(text) < 7):
             obs = self._observation("Invalid action: answer with one whole number.")
-            return obs, -0.1, False, False, self._info(action_is_valid=False)
+            return obs, 0.0, False, False, self._info(action_is_valid=False)
         guess = int(text)
         won = self.done = guess == self.secret
         verdict = "Correct!" if won else ("Higher." if guess < self.secret else "Lower.")
         return self._observation(f"{guess}? {verdict}"), float(won), won, False, self._info(won=won)
+
+    def content_key(self, task_id: str) -> str:  # what a task is: its secret
+        return task_id.split("-")[1]
 
     def oracle_action(self) -> str:  # the privileged expert knows the secret
         return str(self.secret)

@@ -23,6 +23,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -195,6 +196,12 @@ class PrivilegedAnnotator:
         self.name = name
         if phrasing is None and env_id in list_envs():
             phrasing = agent_spec(env_id).hindsight
+            if phrasing is None:
+                warnings.warn(
+                    f"{env_id} has no AgentSpec.hindsight: the privileged annotator phrases its "
+                    "privileged_info() with a generic clause (docs/adding_an_env.md, section 5)",
+                    stacklevel=2,
+                )
         self.phrasing = phrasing or _generic
 
     def annotate(
@@ -209,6 +216,13 @@ class PrivilegedAnnotator:
         return [self.annotate_one(t, p) for t, p in zip(trajectories, privileged, strict=True)]
 
     def annotate_one(self, traj: Trajectory, info: dict[str, Any]) -> Skill | None:
+        if not info:
+            warnings.warn(
+                f"{self.env_id or 'the env'}'s privileged_info() is empty: the privileged "
+                "annotator's skills carry no env knowledge, only the outcome and the actions "
+                "(docs/adding_an_env.md, section 5)",
+                stacklevel=2,
+            )
         how = (self.phrasing(info or {}, traj) if info else None) or _generic(info or {}, traj)
         n, invalid = len(traj.steps), traj.invalid_steps
         actions = [s.action for s in traj.steps if s.action is not None]
