@@ -1,7 +1,7 @@
 """Peak memory and seconds of SmolLM2 update steps, side by side: how the update's memory options
 trade memory for time.
 
-    python benchmarks/update_memory.py                      # 4 variants x 2 repeats, ~15 min
+    python benchmarks/update_memory.py                      # 5 variants x 2 repeats, ~20 min
     python benchmarks/update_memory.py --variants default,eager --repeats 3
     python benchmarks/update_memory.py --model tiny --tokens 64   # seconds, a smoke check
 
@@ -11,9 +11,10 @@ AdamW, gradients set to None. Every variant runs in a fresh process (so one's pe
 another's), the variants alternate ``--repeats`` times, and the table gives medians:
 
 - ``default``: micro-batches of 8, glibc's own mmap threshold (what the update did before);
-- ``eager``: inside ``phases.eager_release()`` (what the update and the SFTs do now);
+- ``eager``: inside ``phases.eager_release()``;
 - ``eager+micro4``: the same rows in micro-batches of 4;
-- ``eager+gc``: gradient checkpointing (``--gradient-checkpointing``), micro-batches of 8.
+- ``gc``: gradient checkpointing, micro-batches of 8, glibc's own threshold;
+- ``eager+gc``: both (what ``--gradient-checkpointing`` does to the update now).
 
 Printed per variant: the peak resident set of the steps (``VmHWM``), the resident set after the
 last step, the median seconds of the steps after the first, the ratio of both to the first
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import time
 
-VARIANTS = ("default", "eager", "eager+micro4", "eager+gc")
+VARIANTS = ("default", "eager", "eager+micro4", "gc", "eager+gc")
 
 
 def one(variant: str, args: argparse.Namespace) -> dict[str, float]:

@@ -76,17 +76,20 @@ LAZY_MMAP_BYTES = 32 * 1024 * 1024  # glibc's ceiling for its own moving thresho
 
 
 @contextlib.contextmanager
-def eager_release() -> Iterator[bool]:
+def eager_release(enabled: bool = True) -> Iterator[bool]:
     """Within the block, every allocation of ``EAGER_MMAP_BYTES`` or more is its own mapping,
-    returned to the system when torch frees it; yields False where glibc is absent.
+    returned to the system when torch frees it; yields whether that is so (False when not
+    ``enabled`` or where glibc is absent).
 
     glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so a
     backward pass's activations, freed and allocated again in other sizes, end up in the heap,
-    which fragments: resident memory then grows step after step above what tensors use
-    (``benchmarks/update_memory.py``). The update and the SFTs run inside this block; rollouts do
-    not (their KV cache grows by a few MiB per token and would be mapped afresh each time).
-    After the block the threshold is fixed at glibc's ceiling, so big blocks go on being mapped."""
-    mallopt = _libc_mallopt()
+    which fragments: the process holds more than its tensors use. Measured on SmolLM2 update
+    steps (``benchmarks/update_memory.py``, docs/benchmarks.md): peak 5.9 GiB instead of 6.9 and
+    2.0 GiB resident between steps instead of 6.2, but 1.48x the seconds per step (every
+    activation is mapped and faulted in afresh). So the trainer uses it only in its low-memory
+    mode (``--gradient-checkpointing``: peak 3.2 GiB). After the block the threshold is fixed at
+    glibc's ceiling, so big blocks go on being mapped."""
+    mallopt = _libc_mallopt() if enabled else None
     if mallopt is None:
         yield False
         return

@@ -230,7 +230,8 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
             teacher = scored.per_step if scored else None
 
             # --- update: GRPO advantages, PPO-clip (+ KL, entropy, gated OPD) ------------------
-            with meter.phase("update"), eager_release():  # freed activations: back to the OS
+            low_memory = cfg.system.gradient_checkpointing  # freed activations go back at once
+            with meter.phase("update"), eager_release(low_memory):
                 run.engine.sleep()  # vLLM: the GPU is the trainer's until the weights are synced
                 samples = update_samples(run, trajs, teacher)
                 train_metrics = run_update(

@@ -50,7 +50,6 @@ from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, prompt_ord
 from seed_gym.trainer.backends.models import adamw, autocast, load_policy, save_policy
 from seed_gym.trainer.collect import SamplingParams, collect, rollout_metrics
 from seed_gym.trainer.model_cache import base_key, here, model_cache_dir, publish, staging_dir
-from seed_gym.trainer.phases import eager_release
 from seed_gym.trainer.trajectory import Trajectory
 from seed_gym.wrappers.agent import make_agent_env
 from seed_gym.wrappers.pool import make_group_pool
@@ -379,30 +378,29 @@ def sft_train(
     bar = tqdm(total=steps, desc=progress, unit="step", disable=progress is None)
     was_training = model.training
     try:
-        with eager_release():  # an SFT step's activations go back to the system when freed
+        validate()
+        for epoch in range(epochs):
+            model.train()
+            losses = []
+            for idx in micro_batches([p for p, _ in train], batch_size, rng, group=group_rows):
+                chunk = [train[i] for i in idx]
+                loss = answer_nll(model, chunk, pad_id=pad_id)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(params, grad_clip)
+                optimizer.step()
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise FloatingPointError(f"SFT loss is {value} at epoch {epoch}")
+                losses.append(value)
+                result.train_losses.append(value)
+                bar.update(1)
+                bar.set_postfix(epoch=epoch, loss=f"{value:.3f}")
+                if log_fn:
+                    log_fn({"sft/loss": value, "sft/epoch": float(epoch)})
+            result.epoch_losses.append(sum(losses) / len(losses))
             validate()
-            for epoch in range(epochs):
-                model.train()
-                losses = []
-                for idx in micro_batches([p for p, _ in train], batch_size, rng, group=group_rows):
-                    chunk = [train[i] for i in idx]
-                    loss = answer_nll(model, chunk, pad_id=pad_id)
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if grad_clip is not None:
-                        torch.nn.utils.clip_grad_norm_(params, grad_clip)
-                    optimizer.step()
-                    value = float(loss.detach())
-                    if not math.isfinite(value):
-                        raise FloatingPointError(f"SFT loss is {value} at epoch {epoch}")
-                    losses.append(value)
-                    result.train_losses.append(value)
-                    bar.update(1)
-                    bar.set_postfix(epoch=epoch, loss=f"{value:.3f}")
-                    if log_fn:
-                        log_fn({"sft/loss": value, "sft/epoch": float(epoch)})
-                result.epoch_losses.append(sum(losses) / len(losses))
-                validate()
     finally:
         bar.close()
         model.train(was_training)
