@@ -20,8 +20,8 @@ demo: setup
 	@if [ -e $(DEMO_OUT)/checkpoint.pt ]; then \
 	  echo "$(DEMO_OUT) already holds a run: remove it, or make demo DEMO_OUT=runs/other"; exit 1; fi
 	$(BIN)/seed-gym train --algo seed --preset smollm2-cpu --threads 1 --warmup-threads 2 --out $(DEMO_OUT)
-	@$(BIN)/seed-gym report $(DEMO_OUT) --out $(DEMO_OUT)/report.html >/dev/null
-	@echo "report: $(DEMO_OUT)/report.html (curves, skills, every episode)"
+	@$(BIN)/seed-gym report $(DEMO_OUT) --out $(DEMO_OUT)/report.html --csv $(DEMO_OUT)/report.csv >/dev/null
+	@echo "report: $(DEMO_OUT)/report.html (curves, skills, every episode); table: $(DEMO_OUT)/report.csv"
 
 test: setup
 	$(BIN)/python -m pytest -q tests

@@ -1,4 +1,6 @@
-"""``seed-gym report RUN_DIR [RUN_DIR ...] --out report.html``: one static, self-contained HTML file.
+"""``seed-gym report RUN_DIR [RUN_DIR ...] --out report.html [--csv FILE]``: one static,
+self-contained HTML file, and with ``--csv`` the same numbers as one flat table
+(``report_csv.py``: a row per run, split and iteration, for pandas).
 
 Inputs (each argument may also be a folder that holds such folders, searched two levels deep):
 - training runs (``seed-gym train --out RUN_DIR``): ``config.json`` + ``metrics.jsonl``; the
@@ -10,14 +12,16 @@ Inputs (each argument may also be a folder that holds such folders, searched two
 Sections:
 1. **Learning curves**: success vs cumulative env steps, one chart per env and split (train, seen,
    unseen), one line per algorithm; with several seeds of an algorithm the line is the mean at each
-   iteration and the band spans min..max over seeds. Drawn as inline SVG.
+   iteration and the band spans min..max over seeds. Drawn as inline SVG (``report_svg.py``):
+   each algorithm in its own colour, dash and marker, the same in every report.
 2. **Results**: methods × (env, split) with 95% Wilson intervals (``stats.wilson_interval``, the
    CLI's): over an eval's episodes, or for training runs over the last eval's episodes pooled over
    seeds; then every eval's details (macro success, pass@k, return, steps, invalid rate, model hash).
    Training runs add SEED's instruments per iteration (analyzer skill kinds, the skill's effect
    on the teacher on fork tokens against the shuffled control, gradient ratio and cosine) and
    where each phase's time and peak memory went.
-3. **Trajectories**: pick a trajectory; each step shows the observation (images inline), the
+3. **Trajectories** (``report_viewer.py``): pick a trajectory, filtered by won / lost,
+   algorithm and task; each step shows the observation (images inline), the
    response, the parsed action, validity and reward; for SEED runs the skill the teacher saw and a
    per-token heat map of teacher - student logprob (blue: the teacher likes the token more, red:
    less; hover for values).
@@ -27,10 +31,8 @@ Everything (CSS, JS, images) is inline, so the file can be mailed or attached to
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +41,17 @@ from typing import Any
 import seed_gym
 from seed_gym import stats
 from seed_gym.jsonl import read_jsonl
-from seed_gym.trajlog import trajectory_files
+from seed_gym.oneline import OneLineParser
+from seed_gym.report_csv import eval_row, train_rows, write_csv
+from seed_gym.report_svg import STYLES, style_of, svg_chart
+from seed_gym.report_viewer import JS, viewer_section
+
+__all__ = ["STYLES", "main", "render", "style_of", "svg_chart", "write_report"]
 
 SPLITS = ("train", "seen", "unseen")
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+# a method's colour was once its place in this list, so it changed between reports; the list
+# stays for scripts that import it, but ``style_of`` gives each method one style everywhere
+COLORS = tuple(style.color for style in STYLES.values())
 
 
 # --- loading ---------------------------------------------------------------------------------------
@@ -170,102 +179,7 @@ def aggregate(runs: list[Run], split: str) -> list[dict[str, float]]:
     return out
 
 
-def _nice_max(v: float) -> float:
-    if v <= 0:
-        return 1.0
-    mag = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if m * mag >= v:
-            return m * mag
-    return 10 * mag
-
-
-def svg_chart(
-    series: dict[str, list[dict[str, float]]],
-    *,
-    title: str,
-    env: str,
-    split: str,
-    colors: dict[str, str],
-    x_label: str = "env steps",
-    y_label: str = "success",
-    width: int = 440,
-    height: int = 280,
-) -> str:
-    """One line chart (success in [0, 1] vs env steps) as an SVG element."""
-    ml, mr, mt, mb = 48, 12, 26, 40
-    pw, ph = width - ml - mr, height - mt - mb
-    x_max = _nice_max(max((p["x"] for pts in series.values() for p in pts), default=1.0))
-
-    def sx(x: float) -> float:
-        return ml + pw * (x / x_max)
-
-    def sy(y: float) -> float:
-        return mt + ph * (1.0 - max(0.0, min(1.0, y)))
-
-    e = html.escape
-    parts = [
-        f'<svg class="curve" data-env="{e(env)}" data-split="{e(split)}" '
-        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">',
-        f'<text x="{ml}" y="16" class="title">{e(title)}</text>',
-        f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="frame"/>',
-    ]
-    for i in range(6):  # y grid at 0, 0.2, ..., 1
-        y = i / 5
-        parts.append(
-            f'<line x1="{ml}" x2="{ml + pw}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="grid"/>'
-        )
-        parts.append(
-            f'<text x="{ml - 6}" y="{sy(y) + 4:.1f}" class="tick" text-anchor="end">{y:.1f}</text>'
-        )
-    for i in range(5):
-        x = x_max * i / 4
-        parts.append(
-            f'<text x="{sx(x):.1f}" y="{mt + ph + 16}" class="tick" text-anchor="middle">'
-            f"{x:,.0f}</text>"
-        )
-    parts.append(
-        f'<text x="{ml + pw / 2}" y="{height - 6}" class="axis" text-anchor="middle">{e(x_label)}</text>'
-        f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" '
-        f'transform="rotate(-90 12 {mt + ph / 2})">{e(y_label)}</text>'
-    )
-    for k, (method, pts) in enumerate(sorted(series.items())):
-        if not pts:
-            continue
-        color = colors[method]
-        if any(p["n"] > 1 for p in pts):
-            upper = " ".join(f"{sx(p['x']):.1f},{sy(p['hi']):.1f}" for p in pts)
-            lower = " ".join(f"{sx(p['x']):.1f},{sy(p['lo']):.1f}" for p in reversed(pts))
-            parts.append(
-                f'<polygon class="band" points="{upper} {lower}" fill="{color}" fill-opacity="0.15"/>'
-            )
-        d = " ".join(
-            f"{'M' if i == 0 else 'L'}{sx(p['x']):.1f},{sy(p['y']):.1f}" for i, p in enumerate(pts)
-        )
-        parts.append(
-            f'<path class="series" data-method="{e(method)}" data-points="{len(pts)}" d="{d}" '
-            f'stroke="{color}" fill="none" stroke-width="2"/>'
-        )
-        for p in pts:
-            tip = (
-                f"{method}: iteration {p['iteration']}, {p['x']:,.0f} env steps, success "
-                f"{p['y']:.3f} (seeds: {p['n']}, range {p['lo']:.3f}..{p['hi']:.3f})"
-            )
-            parts.append(
-                f'<circle cx="{sx(p["x"]):.1f}" cy="{sy(p["y"]):.1f}" r="3" fill="{color}">'
-                f"<title>{e(tip)}</title></circle>"
-            )
-        ly = mt + 12 + 14 * k
-        parts.append(
-            f'<line x1="{ml + 8}" x2="{ml + 24}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" '
-            f'stroke-width="2"/><text x="{ml + 28}" y="{ly}" class="legend">{e(method)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def curves_section(runs: list[Run], colors: dict[str, str]) -> str:
+def curves_section(runs: list[Run]) -> str:
     train = [r for r in runs if r.kind == "train"]
     if not train:
         return "<p class='empty'>No training runs given: no learning curves.</p>"
@@ -280,9 +194,7 @@ def curves_section(runs: list[Run], colors: dict[str, str]) -> str:
                 if pts:
                     series[method] = pts
             if series:
-                charts.append(
-                    svg_chart(series, title=f"{split}", env=env, split=split, colors=colors)
-                )
+                charts.append(svg_chart(series, title=f"{split}", env=env, split=split))
         if charts:
             blocks.append(
                 f'<div class="env-curves"><h3>{html.escape(env)}</h3>'
@@ -291,7 +203,8 @@ def curves_section(runs: list[Run], colors: dict[str, str]) -> str:
     note = (
         "<p class='note'>Success vs cumulative env steps. <b>train</b>: the training rollouts "
         "(sampled); <b>seen</b> / <b>unseen</b>: periodic greedy evals. Lines are means over "
-        "seeds at each iteration; bands span min..max over seeds.</p>"
+        "seeds at each iteration; bands span min..max over seeds. Each algorithm keeps its colour, "
+        "dash and marker in every report.</p>"
     )
     return note + "".join(blocks)
 
@@ -520,134 +433,6 @@ def phases_table(runs: list[Run]) -> str:
     )
 
 
-# --- trajectory viewer -----------------------------------------------------------------------------
-HEAT_CLIP = 2.0  # nats: |teacher - student| at or beyond this gets the full colour
-
-
-def heat_color(delta: float) -> str:
-    a = min(1.0, abs(delta) / HEAT_CLIP) * 0.85
-    return f"rgba(33,102,172,{a:.3f})" if delta >= 0 else f"rgba(178,24,43,{a:.3f})"
-
-
-def render_tokens(step: dict[str, Any]) -> str:
-    e = html.escape
-    tokens, student, teacher = (
-        step.get("tokens"),
-        step.get("logprobs"),
-        step.get("teacher_logprobs"),
-    )
-    if tokens and teacher is not None and student is not None:
-        spans = []
-        for tok, s, t in zip(tokens, student, teacher, strict=False):
-            d = t - s
-            tip = f"teacher - student = {d:+.3f} (teacher {t:.3f}, student {s:.3f})"
-            spans.append(
-                f'<span class="tok heat" data-delta="{d:.4f}" style="background:{heat_color(d)}" '
-                f'title="{e(tip)}">{e(tok)}</span>'
-            )
-        return '<div class="tokens heatmap">' + "".join(spans) + "</div>"
-    if tokens and student is not None:
-        spans = [
-            f'<span class="tok" title="student logprob {s:.3f}">{e(tok)}</span>'
-            for tok, s in zip(tokens, student, strict=False)
-        ]
-        return '<div class="tokens">' + "".join(spans) + "</div>"
-    return f'<pre class="response-text">{e(step.get("response", ""))}</pre>'
-
-
-def render_trajectory(i: int, t: dict[str, Any], source: str) -> str:
-    e = html.escape
-    head = (
-        f"<div class='traj-head'><b>{e(t.get('traj_id', ''))}</b> · task <code>"
-        f"{e(str(t.get('task_id', '')))}</code> ({e(t.get('task_type', '') or '-')}) · seed "
-        f"{t.get('seed')} · {'<span class=won>won</span>' if t.get('won') else '<span class=lost>lost</span>'}"
-        f" · return {t.get('return', 0.0):+.2f} · {len(t.get('steps', []))} steps · from "
-        f"<code>{e(source)}</code></div>"
-        f"<div class='task'>{e(t.get('task', ''))}</div>"
-    )
-    if t.get("skill"):
-        head += (
-            "<div class='skill'><b>Skill the teacher saw:</b> "
-            f"<span class='skill-text'>{e(t['skill'])}</span>"
-            + (
-                f"<div class='summary'>summary: {e(t['skill_summary'])}</div>"
-                if t.get("skill_summary")
-                else ""
-            )
-            + "</div>"
-        )
-    steps = []
-    for j, s in enumerate(t.get("steps", [])):
-        imgs = "".join(
-            f'<img class="obs-img" src="{e(u)}" alt="observation image {k}">'
-            for k, u in enumerate(s.get("images") or [])
-            if isinstance(u, str) and u.startswith("data:image/")
-        )
-        gap = ""
-        if s.get("teacher_logprobs") is not None and s.get("logprobs"):
-            d = [a - b for a, b in zip(s["teacher_logprobs"], s["logprobs"], strict=False)]
-            gap = f" · mean teacher - student {sum(d) / max(1, len(d)):+.3f}"
-        steps.append(
-            f"<div class='step' data-step='{j}'>"
-            f"<div class='step-meta'>step {j + 1} · action <code class='action'>"
-            f"{e(str(s.get('action')) if s.get('action') is not None else '(invalid)')}</code> · "
-            f"{'valid' if s.get('valid') else '<span class=invalid>invalid</span>'} · reward "
-            f"<span class='reward'>{s.get('reward', 0.0):+.2f}</span>{gap}</div>"
-            f"<div class='obs'><pre>{e(s.get('observation', ''))}</pre>{imgs}</div>"
-            f"<div class='response'>{render_tokens(s)}</div></div>"
-        )
-    return (
-        f"<section class='traj' id='traj-{i}' data-index='{i}'{' hidden' if i else ''}>"
-        + head
-        + "".join(steps)
-        + "</section>"
-    )
-
-
-def collect_trajectories(runs: list[Run], per_run: int) -> list[tuple[str, dict[str, Any]]]:
-    """Up to ``per_run`` trajectories of each run, newest iteration first, SEED-annotated and won
-    ones first within it (the interesting ones)."""
-    out = []
-    for run in runs:
-        files = trajectory_files(run.path)
-        picked: list[tuple[str, dict[str, Any]]] = []
-        for f in reversed(files):
-            trajs = read_jsonl(f, valid=_is_record)
-            trajs.sort(key=lambda t: (t.get("skill") is None, not t.get("won")))
-            picked += [(f"{run.label}/{f.name}", t) for t in trajs]
-            if len(picked) >= per_run:
-                break
-        out += picked[:per_run]
-    return out
-
-
-def viewer_section(runs: list[Run], per_run: int) -> str:
-    trajs = collect_trajectories(runs, per_run)
-    if not trajs:
-        return (
-            "<p class='empty'>No trajectory files (RUN_DIR/trajectories/*.jsonl; "
-            "<code>seed-gym eval --save-trajectories</code> writes them).</p>"
-        )
-    e = html.escape
-    options = "".join(
-        f"<option value='{i}'>{e(src)} · {e(t.get('traj_id', ''))} · "
-        f"{'won' if t.get('won') else 'lost'}{' · skill' if t.get('skill') else ''}</option>"
-        for i, (src, t) in enumerate(trajs)
-    )
-    legend = (
-        "<div class='legend-heat'>token heat map: "
-        f"<span class='tok heat' style='background:{heat_color(-HEAT_CLIP)}'>teacher lower</span>"
-        "<span class='tok'>equal</span>"
-        f"<span class='tok heat' style='background:{heat_color(HEAT_CLIP)}'>teacher higher</span>"
-        f" (full colour at |teacher - student| >= {HEAT_CLIP:g} nats)</div>"
-    )
-    body = "".join(render_trajectory(i, t, src) for i, (src, t) in enumerate(trajs))
-    return (
-        f"<label>trajectory <select id='traj-select'>{options}</select></label>{legend}"
-        f"<div id='viewer'>{body}</div>"
-    )
-
-
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
  max-width:1400px;padding:0 16px;color:#222}
@@ -671,18 +456,12 @@ table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ddd;padding:
 .tok{border-radius:2px;padding:1px 0;margin-right:1px}.won{color:#2a7d2a;font-weight:600}
 .lost,.invalid{color:#b2182b;font-weight:600}.legend-heat{font-size:12px;margin:6px 0}
 .legend-heat .tok{padding:2px 6px;margin:0 4px}
-"""
-
-JS = """
-const sel=document.getElementById('traj-select');
-if(sel){sel.addEventListener('change',()=>{document.querySelectorAll('section.traj')
- .forEach(s=>{s.hidden=(s.dataset.index!==sel.value)});});}
+.filters{margin:6px 0;display:flex;gap:12px;flex-wrap:wrap;align-items:center}
+#traj-count{color:#666;font-size:12px}
 """
 
 
 def render(runs: list[Run], *, title: str = "seed-gym report", per_run: int = 12) -> str:
-    methods = sorted({r.method for r in runs})
-    colors = {m: COLORS[i % len(COLORS)] for i, m in enumerate(methods)}
     sources = "".join(f"<li><code>{html.escape(str(r.path))}</code> ({r.kind})</li>" for r in runs)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -690,7 +469,7 @@ def render(runs: list[Run], *, title: str = "seed-gym report", per_run: int = 12
         f"<h1>{html.escape(title)}</h1>"
         f"<p class='note'>seed-gym {html.escape(seed_gym.__version__)} · {len(runs)} folders</p>"
         f"<details><summary>sources</summary><ul>{sources}</ul></details>"
-        f"<h2 id='curves'>Learning curves</h2>{curves_section(runs, colors)}"
+        f"<h2 id='curves'>Learning curves</h2>{curves_section(runs)}"
         f"<h2 id='results'>Results</h2>{results_table(runs)}{eval_details(runs)}{runs_table(runs)}"
         f"{instruments_table(runs)}{phases_table(runs)}"
         f"<h2 id='trajectories'>Trajectories</h2>{viewer_section(runs, per_run)}"
@@ -708,30 +487,70 @@ def disambiguate(runs: list[Run]) -> list[Run]:
     return runs
 
 
+def load_runs(paths: list[str | Path]) -> list[Run]:
+    """Every run and eval folder among ``paths`` (``discover``), loaded and named."""
+    return disambiguate([load_run(p) for p in discover(paths)])
+
+
 def write_report(
     paths: list[str | Path], out: str | Path, *, title: str = "seed-gym report", per_run: int = 12
 ) -> Path:
-    runs = disambiguate([load_run(p) for p in discover(paths)])
+    return _write_html(load_runs(paths), out, title=title, per_run=per_run)
+
+
+def _write_html(runs: list[Run], out: str | Path, *, title: str, per_run: int) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(runs, title=title, per_run=per_run), encoding="utf-8")
     return out
 
 
+def csv_rows(runs: list[Run]) -> list[dict[str, Any]]:
+    """One flat row per (run, split, iteration) (``report_csv.COLUMNS``)."""
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        if run.kind == "train":
+            rows += train_rows(run, env_steps(run.metrics))
+        else:
+            rows.append(eval_row(run, success_interval(run.results or {})))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="seed-gym report",
-        description="Write a static HTML report (curves, results table, trajectory viewer).",
+        description="Write a static HTML report (curves, results table, trajectory viewer) and, "
+        "with --csv, a flat table of the same numbers.",
+        epilog="examples: seed-gym report runs/ --out report.html; "
+        "seed-gym report runs/ --csv runs.csv (then pandas.read_csv('runs.csv'))",
     )
     p.add_argument("runs", nargs="+", help="training run / eval folders (or folders of them)")
-    p.add_argument("--out", default="report.html", help="the HTML file (default report.html)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="the HTML file (default report.html; with --csv and no --out, no HTML is written)",
+    )
+    p.add_argument(
+        "--csv",
+        default=None,
+        metavar="FILE",
+        help="write one row per (run, split, iteration): run, algo, seed, env, split, iteration, "
+        "env_steps, success, ci_lo, ci_hi, return, ... (pandas.read_csv reads it)",
+    )
     p.add_argument("--title", default="seed-gym report")
     p.add_argument(
         "--trajectories", type=int, default=12, help="trajectories shown per folder (default 12)"
     )
     args = p.parse_args(argv)
-    path = write_report(args.runs, args.out, title=args.title, per_run=args.trajectories)
-    print(f"wrote {path}")
+    runs = load_runs(args.runs)
+    if args.out is not None or args.csv is None:
+        path = _write_html(
+            runs, args.out or "report.html", title=args.title, per_run=args.trajectories
+        )
+        print(f"wrote {path}")
+    if args.csv is not None:
+        rows = csv_rows(runs)
+        print(f"wrote {write_csv(rows, args.csv)} ({len(rows)} rows)")
     return 0
 
 

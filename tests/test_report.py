@@ -251,7 +251,7 @@ def browser():
 
 
 @pytest.mark.browser
-def test_report_in_headless_chromium(bench, browser):
+def test_report_in_headless_chromium(bench, browser, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -271,6 +271,38 @@ def test_report_in_headless_chromium(bench, browser):
     assert lines == {"grpo": 3, "prompt": 1}  # eval after each of 3 iterations; prompt: once
     assert unseen.find_elements(By.CSS_SELECTOR, "polygon.band")  # 2 grpo seeds: a band
     assert unseen.size["width"] > 300 and unseen.is_displayed()
+    # both algorithms are visible and told apart: own colour, own dash, a marker on every point
+    drawn = {}
+    for path in unseen.find_elements(By.CSS_SELECTOR, "path.series"):
+        method = path.get_attribute("data-method")
+        marks = [
+            m
+            for m in unseen.find_elements(By.CSS_SELECTOR, "svg.curve > .marker")
+            if m.get_attribute("stroke") == path.get_attribute("stroke")
+        ]
+        assert len(marks) == lines[method] and all(m.is_displayed() for m in marks)
+        assert all(m.size["width"] > 0 and m.size["height"] > 0 for m in marks)
+        drawn[method] = (
+            path.value_of_css_property("stroke"),
+            path.value_of_css_property("stroke-dasharray"),
+            marks[0].get_attribute("data-marker"),
+        )
+    assert all(g != p for g, p in zip(drawn["grpo"], drawn["prompt"], strict=True)), drawn
+    assert (
+        browser.execute_script(  # the 3-point grpo line is drawn, not just its markers
+            "return arguments[0].getBBox().width",
+            unseen.find_element(By.CSS_SELECTOR, "path.series[data-method='grpo']"),
+        )
+        > 100
+    )
+    legend = [
+        g.get_attribute("data-method")
+        for g in unseen.find_elements(By.CSS_SELECTOR, ".legend-entry")
+    ]
+    assert legend == ["grpo", "prompt"]
+    browser.execute_script("arguments[0].scrollIntoView()", unseen)
+    browser.save_screenshot(str(tmp_path / "report-curves.png"))
+    assert (tmp_path / "report-curves.png").stat().st_size > 10_000
 
     # results table: methods x (env, split), with intervals
     rows = browser.find_elements(By.CSS_SELECTOR, "table.results tr.method-row")
@@ -324,3 +356,33 @@ def test_report_in_headless_chromium(bench, browser):
         "left",
         "right",
     }
+
+    # the filters: algorithm, outcome, task; the heat legend only with teacher data
+    def visible():
+        return [
+            s for s in browser.find_elements(By.CSS_SELECTOR, "section.traj") if s.is_displayed()
+        ]
+
+    legend = browser.find_element(By.ID, "legend-heat")
+    algo = Select(browser.find_element(By.ID, "filter-algo"))
+    assert [o.get_attribute("value") for o in algo.options] == ["", "grpo", "oracle"]
+    algo.select_by_value("oracle")
+    (oracle,) = visible()
+    assert oracle.get_attribute("data-algo") == "oracle" and "sokoban-oracle" in oracle.text
+    assert not legend.is_displayed()  # no teacher data in an eval
+    enabled = [o for o in select.options if o.is_enabled()]
+    assert enabled and all("sokoban-oracle" in o.text for o in enabled)
+    algo.select_by_value("grpo")
+    Select(browser.find_element(By.ID, "filter-outcome")).select_by_value("lost")
+    (lost,) = visible()
+    assert (lost.get_attribute("data-algo"), lost.get_attribute("data-outcome")) == ("grpo", "lost")
+    assert "lost" in lost.find_element(By.CSS_SELECTOR, ".traj-head").text
+    enabled = [o for o in select.options if o.is_enabled()]
+    assert enabled and all(o.get_attribute("data-outcome") == "lost" for o in enabled)
+    task = enabled[-1].get_attribute("data-task")
+    Select(browser.find_element(By.ID, "filter-task")).select_by_value(task)
+    assert all(s.get_attribute("data-task") == task for s in visible())
+    count = browser.find_element(By.ID, "traj-count").text
+    assert count.endswith(f"of {len(select.options)} trajectories")
+    browser.save_screenshot(str(tmp_path / "report-viewer.png"))
+    assert (tmp_path / "report-viewer.png").stat().st_size > 10_000
