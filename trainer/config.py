@@ -20,16 +20,21 @@ Algorithms are plug-ins (``trainer/algorithms``): each checks the fields it read
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import contextvars
 import dataclasses
 import functools
+import importlib.util
+import inspect
 import io
 import json
 import math
 import numbers
 import re
+import shutil
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable
@@ -43,6 +48,7 @@ from seed_gym.oneline import one_line, usage_error
 from seed_gym.policies import openai_url_problem
 from seed_gym.registration import import_env_modules, parse_env_kwargs
 from seed_gym.seeding import SEED_MAX
+from seed_gym.spaces import MODALITIES
 from seed_gym.splits import SPLITS
 from seed_gym.trainer.algorithms import ALGORITHMS
 from seed_gym.trainer.backends.models import bf16_is_fast
@@ -415,7 +421,8 @@ class SystemConfig:
     threads speed up); None: as ``threads``. ``benchmarks/learning.py`` builds it with 2 and trains with 1, and so
     does ``make demo``, the benchmark's SEED seed-0 command"""
     progress: bool = True
-    """tqdm progress bars"""
+    """progress bars: ours (tqdm) and those of transformers and the Hugging Face hub; off:
+    none of them"""
     isolate_builds: bool = True
     """build the format warm-up and Stage 1 (when not cached) in a child process, so the memory
     their fine-tuning touched goes back to the system before training (a few seconds of imports)"""
@@ -450,6 +457,10 @@ class SystemConfig:
     """also export the final policy as a Hugging Face folder (RUN_DIR/model)"""
     tensorboard: bool = True
     """write TensorBoard events to RUN_DIR/tb"""
+    wandb: bool = False
+    """also log every metrics line to Weights & Biases (the wandb extra: pip install
+    'seed-gym[wandb]'); the project is $WANDB_PROJECT or seed-gym, and WANDB_MODE=offline keeps
+    the run in RUN_DIR/wandb"""
     save_trajectories: bool = True
     """write RUN_DIR/trajectories/iter_*.jsonl (with skills and teacher logprobs) for the report"""
 
@@ -920,15 +931,22 @@ def parse_args(argv: list[str] | None) -> TrainConfig:
                 PROG, f"--preset must be one of: {', '.join(PRESETS)}, not {known.preset!r}"
             )
         base = PRESETS[known.preset]()
+    argv = [_NEGATED_ALIASES.get(a, a) for a in argv or []]  # --sft: --no-no-sft
+    if {"-h", "--help"} & set(argv):
+        print(help_text(base, preset=None if known.resume else known.preset))
+        raise SystemExit(0)
     token = _CHECKS_DEFERRED.set(True)  # tyro's box would wrap our messages: checked below
     try:
-        parsed = _tyro_cli(base, list(argv or []))
+        parsed = _tyro_cli(base, argv)
     finally:
         _CHECKS_DEFERRED.reset(token)
     try:
-        return TrainConfig.from_dict(parsed.to_dict())
+        cfg = TrainConfig.from_dict(parsed.to_dict())
     except (ValueError, TypeError) as e:
         usage_error(PROG, e)
+    if cfg.system.wandb and importlib.util.find_spec("wandb") is None:
+        usage_error(PROG, "--wandb needs the wandb package: pip install 'seed-gym[wandb]'")
+    return cfg
 
 
 def _saved_config(saved: Path) -> TrainConfig:
@@ -983,3 +1001,213 @@ def _box_text(text: str) -> str:
         rows.append(body)
     message = re.sub(r"^Error parsing ", "", one_line(" ".join(rows)))
     return message or title or one_line(text) or "invalid arguments"
+
+
+# --- seed-gym train --help: one line per flag, then the presets and algorithms ------------------
+def _field_docs(cls: type) -> dict[str, str]:
+    """field -> its docstring (the string below it in the class body), as tyro reads them."""
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def _plain(text: str) -> str:
+    """Help text without RST markup (``x`` -> x)."""
+    return text.replace("``", "")
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first sentence end (the rest is in the field's docstring and the docs)."""
+    text = _plain(text)
+    for m in re.finditer(r"(?<=[a-z0-9)\]])\. (?=[A-Z(])", text):
+        if not re.search(r"\b(approx|e\.g|i\.e|vs|etc)$", text[: m.start()]):
+            return text[: m.start()]
+    return text.rstrip(".")
+
+
+def _asides(text: str) -> list[tuple[int, int]]:
+    """Spans of the parenthesised asides `` (...)`` outside any other parentheses."""
+    spans, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0 and i > 1 and text[i - 1] == " " and text[i - 2] not in "*+-/=<>":
+                start = i - 1
+            elif depth == 0:
+                start = -1  # a call or an operand: ceil(N / k), w * (a - b) are no asides
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0 and start >= 0:
+                spans.append((start, i + 1))
+    return spans
+
+
+def _short(text: str, limit: int) -> str:
+    """The first sentence of ``text`` within ``limit`` characters: its longest asides in
+    parentheses dropped first, then cut at the last clause break (``;``, ``,``)."""
+    text = _first_sentence(text)
+    while len(text) > limit and _asides(text):
+        a, b = max(_asides(text), key=lambda span: span[1] - span[0])
+        text = text[:a] + text[b:]
+    if len(text) <= limit:
+        return text
+    depth, cut = 0, 0
+    for i, ch in enumerate(text[: limit - 4]):  # room for " ..."
+        if depth == 0 and text[i : i + 2] in ("; ", ", ") and i >= 12:
+            cut = i
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+    if not cut:
+        cut = text.rfind(" ", 0, limit - 4)
+    return text[:cut].rstrip(":;, ") + " ..."
+
+
+_CHOICES: dict[str, Callable[[], Any]] = {
+    "modality": lambda: MODALITIES,
+    "engine": lambda: ENGINES,
+    "backend": lambda: BACKENDS,
+    "advantage": lambda: ADVANTAGES,
+    "dist_rollout": lambda: ("shard", "rank0"),
+}
+_METAVARS = {int: "INT", float: "FLOAT", str: "STR"}
+# what a flag does where its field's docstring says what the field records
+_HELP = {"preset": "start from this preset (presets below); flags override its fields"}
+_NAMED = {"algo": "NAME", "preset": "NAME", "env": "ID", "out": "RUN_DIR", "model": "NAME|PATH"}
+
+
+def _metavar(name: str, tp: Any) -> str:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    optional = len(args) < len(typing.get_args(tp))
+    if name in _NAMED:
+        word = _NAMED[name]
+    elif name in _CHOICES:
+        word = "{" + ",".join(_CHOICES[name]()) + "}"
+    elif name in ("env_kwarg", "algo_arg"):
+        return "KEY=VALUE"
+    elif typing.get_origin(tp) is tuple:
+        inner = typing.get_args(tp)
+        if len(inner) == 2 and inner[1] is Ellipsis:
+            return f"{_METAVARS.get(inner[0], 'STR')} [...]"
+        return " ".join(_METAVARS.get(a, "STR") for a in inner)
+    else:
+        word = _METAVARS.get(args[0] if optional else tp, "VALUE")
+    return f"{word}|None" if optional else word
+
+
+def _shown_default(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value)) or "none"
+    return "None" if value is None else str(value)
+
+
+def _negated(flag_name: str) -> bool:
+    """A boolean field whose flag already says no (``no_sft``)."""
+    return flag_name.startswith("no_") and flag_name[3:] not in FLAGS
+
+
+def _flag_line(cls: type, attr: str, value: Any, width: int) -> str:
+    name = _flag_names(cls)[attr]
+    tp = _field_types(cls)[attr]
+    dashed = "--" + name.replace("_", "-")
+    if name == "imports":
+        left = "--import FILE"
+    elif tp is bool:
+        left = (
+            f"{dashed}, --{name[3:].replace('_', '-')}"
+            if _negated(name)
+            else (f"{dashed}, --no-{name.replace('_', '-')}")
+        )
+    else:
+        left = f"{dashed} {_metavar(name, tp)}"
+    pad = 32
+    default = f" (default {_shown_default(value)})"
+    doc = _HELP.get(name) or _field_docs(cls).get(attr, "")
+    text = _short(doc, width - pad - len(default)) + default
+    head = f"  {left}"
+    if len(head) >= pad:
+        head, lines = head + "\n", textwrap.wrap(text, width - pad)
+        return head + "\n".join(" " * pad + ln for ln in lines)
+    lines = textwrap.wrap(text, width - pad)
+    return "\n".join((head.ljust(pad) if i == 0 else " " * pad) + ln for i, ln in enumerate(lines))
+
+
+def _preset_lines() -> list[str]:
+    """One line per preset (presets built by one function share it: ``paper-*``)."""
+    by_doc: dict[str, list[str]] = {}
+    for name, fn in PRESETS.items():
+        doc = (getattr(fn, "func", fn).__doc__ or "").strip()
+        by_doc.setdefault(_short(" ".join(doc.split()), 150), []).append(name)
+    return [
+        f"{', '.join(names)}: {doc}" if doc else ", ".join(names) for doc, names in by_doc.items()
+    ]
+
+
+def help_text(base: TrainConfig, *, preset: str | None = None, width: int | None = None) -> str:
+    """``seed-gym train --help``: usage, every flag on its own line with its first sentence and
+    its default (``preset``'s when one is given), then the presets and the algorithms, both read
+    from their registries (algorithms an ``--import`` file registers included)."""
+    width = width or max(80, min(110, shutil.get_terminal_size((100, 24)).columns))
+    wrap = functools.partial(textwrap.fill, width=width, subsequent_indent="    ")
+    out = [
+        f"usage: {PROG} [--preset NAME] [--algo NAME] [--env ID] [--out RUN_DIR] [--resume] "
+        "[--FLAG VALUE ...]",
+        "",
+        textwrap.fill(
+            "Train a policy on a registered env: GRPO, SEED and the baselines. A preset sets "
+            "every field; flags override it; --resume starts from the run's saved config "
+            "instead. Each flag's first sentence is shown; the field docstrings in "
+            "trainer/config.py and docs/training.md say more.",
+            width,
+        ),
+        "",
+        "options" + (f" (defaults: preset {preset})" if preset else "") + ":",
+        "  -h, --help                    this help",
+    ]
+    groups: list[tuple[str, type, Any]] = [("", TrainConfig, base)]
+    groups += [(g, cls, getattr(base, g)) for g, cls in GROUPS.items()]
+    for group, cls, obj in groups:
+        if group:
+            out += ["", wrap(f"{group}: {_short(' '.join((cls.__doc__ or '').split()), 150)}")]
+        for f in dataclasses.fields(cls):
+            if f.name not in GROUPS:
+                out.append(_flag_line(cls, f.name, getattr(obj, f.name), width))
+    out += ["", "presets (--preset NAME):"]
+    out += [wrap(f"  {line}") for line in _preset_lines()]
+    out += ["", "algorithms (--algo NAME; `seed-gym list --algos`):"]
+    names = sorted(ALGORITHMS)
+    pad = max(map(len, names)) + 4
+    out += [
+        textwrap.fill(
+            f"  {n.ljust(pad)}{_plain(getattr(ALGORITHMS[n], 'description', '') or '')}",
+            width=width,
+            subsequent_indent=" " * (pad + 2),
+        )
+        for n in names
+    ]
+    out += [
+        "",
+        "examples:",
+        f"  {PROG} --preset tiny --env seed_gym/EZPoints-v0 --modality text --out runs/tiny",
+        f"  {PROG} --algo seed --preset smollm2-cpu --out runs/demo",
+        f"  {PROG} --out runs/demo --resume --iterations 8",
+    ]
+    return "\n".join(out)
+
+
+# ``--sft`` for ``--no-no-sft``: a field named for its negation gets a plain opposite
+_NEGATED_ALIASES = {
+    "--" + name[3:].replace("_", "-"): "--no-" + name.replace("_", "-")
+    for group in GROUPS.values()
+    for attr, name in _flag_names(group).items()
+    if _field_types(group)[attr] is bool and _negated(name)
+}

@@ -1,6 +1,7 @@
 """What a training run keeps on disk between iterations: the metrics log and the checkpoint.
 
-``Logger`` appends one JSON line per iteration to ``metrics.jsonl`` (and TensorBoard scalars);
+``Logger`` appends one JSON line per iteration to ``metrics.jsonl`` (and TensorBoard scalars,
+and with ``--wandb`` a Weights & Biases step);
 ``save_checkpoint`` / ``load_checkpoint`` hold model, optimizer and every RNG state, so a resumed
 run continues exactly (``trainer/train.py``); ``truncate_metrics`` drops lines logged after the
 checkpoint a run resumes from.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import shutil
 import sys
 from collections.abc import Sequence
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from seed_gym.stats import bootstrap_ci, paired_difference
+from seed_gym.stats import paired_difference, wilson_interval
 from seed_gym.trainer.algorithms.seed.skill_log import SkillLog, skill_records
 from seed_gym.trainer.backends.distributed import is_sharded
 from seed_gym.trainer.phases import PhaseMeter, phase_rows, phase_table
@@ -33,10 +35,12 @@ from seed_gym.trajlog import iteration_path, write_trajectories
 
 
 class Logger:
-    """metrics.jsonl (append) + TensorBoard; a line per ``log`` call."""
+    """metrics.jsonl (append) + TensorBoard + Weights & Biases (``wandb``: the run's config, or
+    None for none); a line per ``log`` call."""
 
-    def __init__(self, run_dir: Path, tensorboard: bool):
+    def __init__(self, run_dir: Path, tensorboard: bool, *, wandb: dict[str, Any] | None = None):
         self.path = run_dir / "metrics.jsonl"
+        self.wandb = wandb_run(run_dir, wandb) if wandb is not None else None
         self.tb = None
         if tensorboard:
             try:
@@ -57,10 +61,60 @@ class Logger:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     self.tb.add_scalar(k, v, step)
             self.tb.flush()
+        if self.wandb is not None:
+            numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+            self.wandb.log({"iteration": step, **numbers}, step=step)
 
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()
+        if self.wandb is not None:
+            import wandb
+
+            self.wandb.finish()
+            wandb.teardown()  # waits for the service process: the run's files are complete
+            self.wandb = None
+
+
+WANDB_ID = "wandb-run-id"  # RUN_DIR/wandb-run-id: a resumed run logs to the same W&B run
+
+
+def wandb_run(run_dir: Path, config: dict[str, Any]) -> Any:
+    """A Weights & Biases run for ``run_dir`` (``--wandb``), named after the folder, its files in
+    ``RUN_DIR/wandb``; project ``$WANDB_PROJECT`` or ``seed-gym``; ``WANDB_MODE=offline`` logs
+    without a network (``wandb sync`` uploads it later)."""
+    try:
+        import wandb
+    except ImportError:
+        raise RunStateError(WANDB_MISSING) from None
+    id_file = run_dir / WANDB_ID
+    run_id = id_file.read_text().strip() if id_file.is_file() else secrets.token_hex(4)
+    id_file.write_text(run_id + "\n")
+    return wandb.init(
+        project=os.environ.get("WANDB_PROJECT") or "seed-gym",
+        name=run_dir.name,
+        id=run_id,
+        resume="allow",
+        dir=str(run_dir),
+        config=config,
+    )
+
+
+WANDB_MISSING = "--wandb needs the wandb package: pip install 'seed-gym[wandb]'"
+
+
+def quiet_progress_bars() -> None:
+    """``--no-progress``: no bar from transformers or the Hugging Face hub either (weight loading,
+    downloads), in this process and the build processes it starts (``HF_HUB_DISABLE_PROGRESS_BARS``,
+    which both read at import). seed-gym's own bars follow ``cfg.system.progress``."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # without the train extra there is nothing to silence
+        return
+    disable_progress_bars()
+    hf_logging.disable_progress_bar()
 
 
 class RunStateError(SystemExit):
@@ -237,37 +291,50 @@ def load_checkpoint(path: Path, model, optimizer) -> dict:
     return payload
 
 
-# --- the end of a run: success before and after, from the eval episodes ---------------------------
+# --- the end of a run: success on each eval split, and the gain from the first eval -------------
 def eval_summary(run_dir: Path, splits: tuple[str, ...]) -> list[str]:
-    """Lines comparing the first and last eval of each split (``RUN_DIR/evals``): sampled
-    success with a 95% interval (bootstrap over eval tasks, whose samples are correlated) and the
-    paired gain with its interval. Empty when a split was evaluated fewer than twice."""
+    """One line per evaluated split (``RUN_DIR/evals``), after every run, one eval or many: the
+    last eval's success with its 95% Wilson interval (``stats.wilson_interval``, as ``seed-gym
+    eval``); with two evals or more also the first one's and the paired gain from first to last,
+    with a bootstrap interval over eval tasks (``stats.paired_difference``)."""
     lines = []
     for split in splits:
         files = sorted((run_dir / "evals").glob(f"iter_*-{split}.jsonl"))
-        if len(files) < 2:
+        if not files:
             continue
-        first, last = (_task_success(f) for f in (files[0], files[-1]))
-        tasks = sorted(set(first) & set(last))
-        a, b = np.array([first[t] for t in tasks]), np.array([last[t] for t in tasks])
-        ci = [bootstrap_ci(lambda i, x=x: float(x[i].mean()), len(x)) for x in (a, b)]
-        gain = paired_difference(a, b)
-        it0, it1 = (int(f.name[5:9]) for f in (files[0], files[-1]))
+        last = _rows(files[-1])
+        now = _success(files[-1], last)
+        if len(files) == 1:
+            lines.append(f"{split:>6} success: {now} (95% Wilson interval, {len(last)} episodes)")
+            continue
+        first = _rows(files[0])
+        a_tasks, b_tasks = _task_success(first), _task_success(last)
+        tasks = sorted(set(a_tasks) & set(b_tasks))
+        gain = paired_difference([a_tasks[t] for t in tasks], [b_tasks[t] for t in tasks])
         lines.append(
-            f"{split:>6} success: iteration {it0} {a.mean():.3f} [{ci[0][0]:.3f}, {ci[0][1]:.3f}]"
-            f" -> iteration {it1} {b.mean():.3f} [{ci[1][0]:.3f}, {ci[1][1]:.3f}];"
-            f" gain {gain['diff']:+.3f} [{gain['ci95'][0]:+.3f}, {gain['ci95'][1]:+.3f}]"
-            f" (95% intervals, {len(tasks)} tasks)"
+            f"{split:>6} success: {_success(files[0], first)} -> {now}; gain "
+            f"{gain['diff']:+.3f} [{gain['ci95'][0]:+.3f}, {gain['ci95'][1]:+.3f}] (95% intervals: "
+            f"Wilson over {len(last)} episodes, paired bootstrap over {len(tasks)} tasks)"
         )
     return lines
 
 
-def _task_success(path: Path) -> dict[str, float]:
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _success(path: Path, rows: list[dict[str, Any]]) -> str:
+    """``iteration K 0.500 [0.150, 0.850]``: an eval file's success and Wilson interval."""
+    wins = sum(bool(r["won"]) for r in rows)
+    lo, hi = wilson_interval(wins, len(rows))
+    rate = wins / len(rows) if rows else 0.0
+    return f"iteration {int(path.name[5:9])} {rate:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _task_success(rows: list[dict[str, Any]]) -> dict[str, float]:
     won: dict[str, list[float]] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            won.setdefault(row["task_id"], []).append(float(row["won"]))
+    for row in rows:
+        won.setdefault(row["task_id"], []).append(float(row["won"]))
     return {t: float(np.mean(v)) for t, v in won.items()}
 
 

@@ -56,6 +56,7 @@ from seed_gym.trainer.run_state import (
     eval_summary,
     instrument_summary,
     phase_summary,
+    quiet_progress_bars,
     save_checkpoint,
     time_metrics,
     truncate_metrics,
@@ -331,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     without ``--resume``, a damaged ``config.json``, ``metrics.jsonl`` or ``checkpoint.pt``,
     nothing to resume from) is one line naming the folder or file, exit status 1."""
     cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    if not cfg.system.progress:
+        quiet_progress_bars()  # transformers' and the hub's bars too
     problem = run_problem(cfg)
     if problem is not None:  # a user error: one line, nothing written
         print(f"{PROG}: {one_line(problem)}", file=sys.stderr)
@@ -342,11 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     except (FolderLockedError, RunStateError) as e:
         print(f"{PROG}: {one_line(e)}", file=sys.stderr)
         return 1
-    run_dir = Path(cfg.out)
-    summary = eval_summary(run_dir, cfg.eval.splits) + instrument_summary(run_dir)
-    for line in summary + phase_summary(run_dir):
+    run_dir = Path(cfg.out)  # the summary: phases, SEED's instruments, success per eval split
+    summary = phase_summary(run_dir) + instrument_summary(run_dir)
+    for line in summary + eval_summary(run_dir, cfg.eval.splits):
         print(line, file=sys.stderr)
-    print(f"run written to {cfg.out}", file=sys.stderr)
+    print(
+        f"run written to {cfg.out} (seed-gym report {cfg.out} --out report.html)", file=sys.stderr
+    )
     return 0
 
 

@@ -46,6 +46,7 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from seed_gym.data import cache_dir, file_sha256, write_json_atomic
 from seed_gym.envs.alfworld.accel import TranslationCache
@@ -382,24 +383,27 @@ def _write_manifest(
 
 def _run(todo: list[tuple[str, int, str]], workers: int | None, verbose: bool) -> Iterator[dict]:
     workers = workers or max(1, min(len(todo), os.cpu_count() or 1))
-    done = 0
+    # a tqdm bar on stderr (games, rate, time left); a log file gets a line every 30 s, not a
+    # redraw every 0.1 s
+    bar = tqdm(total=len(todo), desc="[seed-gym] ALFWorld games", unit="game", file=sys.stderr,
+               disable=not verbose, mininterval=0.5 if sys.stderr.isatty() else 30)  # fmt: skip
 
     def tick(rec: dict, split: str) -> dict:
-        nonlocal done
-        done += 1
-        if verbose and (done % 50 == 0 or done == len(todo)):
-            print(f"[seed-gym]   {done}/{len(todo)}", file=sys.stderr, flush=True)
+        bar.update(1)
         rec["split"] = split
         return rec
 
-    if workers == 1:
-        for item in todo:
-            yield tick(build_one(item), item[0])
-        return
-    # spawn, not fork: the parent may hold threads (pytest, torch) that fork would copy mid-flight
-    with mp.get_context("spawn").Pool(workers) as pool:
-        for item, rec in zip(todo, pool.imap(build_one, todo, chunksize=4), strict=True):
-            yield tick(rec, item[0])
+    try:
+        if workers == 1:
+            for item in todo:
+                yield tick(build_one(item), item[0])
+            return
+        # spawn, not fork: the parent may hold threads (pytest, torch) that fork would copy
+        with mp.get_context("spawn").Pool(workers) as pool:
+            for item, rec in zip(todo, pool.imap(build_one, todo, chunksize=4), strict=True):
+                yield tick(rec, item[0])
+    finally:
+        bar.close()
 
 
 def suite_games(root: Path, split: str, n: int | None = None) -> list[dict]:
