@@ -535,9 +535,6 @@ def print_summary(res: dict[str, Any]) -> None:
 
 
 def write_plot(res: dict[str, Any], path: Path, env: str) -> None:
-    from seed_gym.report import COLORS
-
-    colors = {a: COLORS[i % len(COLORS)] for i, a in enumerate(res["algos"])}
     charts = [
         svg_chart(
             {
@@ -548,7 +545,6 @@ def write_plot(res: dict[str, Any], path: Path, env: str) -> None:
             title=f"{env} {split}",
             env=env,
             split=split,
-            colors=colors,
         )
         for split in SPLITS
     ]

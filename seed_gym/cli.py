@@ -159,6 +159,18 @@ DELEGATED = {
 }
 
 
+# ``seed-gym --help``: one line each (their own ``--help`` tells the rest; argparse reads %%)
+DESCRIPTIONS = {
+    "play": "play an env in the terminal (or as the agent sees it)",
+    "eval": "evaluate a policy on a split: results.json with 95%% intervals",
+    "train": "train with GRPO, SEED or a baseline (train --help lists presets and algorithms)",
+    "sft": "SEED Stage 1 (the analyzer's SFT) on its own",
+    "report": "HTML report (curves, results, trajectory viewer); --csv: a flat table",
+    "compare": "paired difference of two evals, with a bootstrap 95%% interval",
+    "serve": "serve the WebShop site in a browser",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
@@ -171,7 +183,11 @@ def _main(argv: list[str]) -> int:
     if argv and argv[0] in DELEGATED:
         return _delegate(DELEGATED[argv[0]])(argv[1:])
 
-    parser = OneLineParser(prog="seed-gym", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog="seed-gym",
+        description="LLM-agent envs behind one multi-turn Gymnasium interface, and a trainer "
+        "for SEED and its baselines",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="list registered env ids (--algos: training algorithms)")
     p.add_argument(
@@ -193,8 +209,8 @@ def _main(argv: list[str]) -> int:
     p.add_argument("names", nargs="*", help="datasets to build (default: all)")
     p.add_argument("--force", action="store_true", help="rebuild even if present")
     p.set_defaults(fn=_cmd_data)
-    for name, module in DELEGATED.items():
-        sub.add_parser(name, help=f"see `seed-gym {name} --help` ({module})", add_help=False)
+    for name in DELEGATED:
+        sub.add_parser(name, help=DESCRIPTIONS[name], add_help=False)
     args = parser.parse_args(argv)
     return args.fn(args)
 

@@ -444,3 +444,18 @@ def test_an_import_file_that_raises_is_one_line_in_every_command(tmp_path, comma
         f"seed-gym {command[0]}: --import {user}: RuntimeError: boom at import"
     )
     assert not out.exists()
+
+
+def test_top_level_help_describes_every_subcommand(capsys):
+    from seed_gym.cli import DELEGATED, DESCRIPTIONS
+    from seed_gym.cli import main as cli_main
+
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for name in ("list", "check", "data", *DELEGATED):
+        assert f" {name} " in text, name
+    for description in DESCRIPTIONS.values():
+        assert " ".join(description.replace("%%", "%").split()) in text, description
+    assert "``" not in text and "see `seed-gym" not in text  # no RST, no bare pointers

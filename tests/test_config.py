@@ -38,6 +38,8 @@ ADDED_SINCE = {
     "format_warmup_skill_episodes": 0,
     # 0.4.0: algorithms as plug-ins take their own options
     "algo_arg": (),
+    # 0.4.0: optional Weights & Biases logging (the wandb extra)
+    "wandb": False,
 }
 
 

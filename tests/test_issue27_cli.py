@@ -209,6 +209,29 @@ def test_wandb_offline_gets_every_metrics_line(tmp_path, monkeypatch):
     assert (tmp_path / "wandb-run-id").read_text().strip() == run_id
 
 
+def test_train_with_wandb_logs_its_iterations_and_config(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "run"
+    argv = [*TINY, "--iterations", "1", "--wandb", "--out", str(out), "--no-progress"]
+    assert train_main(argv) == 0
+    history = [
+        {key(item) for item in r.history.item}
+        for r in wandb_records(out)
+        if r.WhichOneof("record_type") == "history"
+    ]
+    assert history and all("iteration" in h for h in history)
+    assert any("train/loss" in h for h in history)
+    config = {
+        key(item)
+        for r in wandb_records(out)
+        if r.WhichOneof("record_type") == "run"
+        for item in r.run.config.update
+    }
+    assert {"algo", "seed", "preset"} <= {k.split("/")[-1] for k in config}, config
+
+
 # --- ALFWorld's first-use build -------------------------------------------------------------------
 def test_alfworld_build_shows_a_tqdm_bar(capsys, monkeypatch):
     from seed_gym.envs.alfworld import build

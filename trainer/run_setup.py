@@ -287,7 +287,8 @@ def start_run(cfg: TrainConfig) -> Run:
     torch.manual_seed(cfg.seed)
     with setup.phase("load"):
         policy, engine, optimizer, reference = build_policy(cfg, base, device, dist, algorithm)
-    logger = Logger(run_dir, cfg.system.tensorboard) if dist.is_main else NullLogger()
+    wandb = cfg.to_dict() if cfg.system.wandb else None  # the run's config, as W&B shows it
+    logger = Logger(run_dir, cfg.system.tensorboard, wandb=wandb) if dist.is_main else NullLogger()
     run = Run(cfg, run_dir, dist, device, policy, engine, algorithm, optimizer, reference, logger)
     run.setup = setup.metrics()
     if restore:

@@ -19,6 +19,7 @@ from seed_gym.spaces import MODALITIES
 from seed_gym.trainer.algorithms.seed.stage1 import run_stage1
 from seed_gym.trainer.config import PRESETS, TrainConfig
 from seed_gym.trainer.run_setup import run_problem
+from seed_gym.trainer.run_state import quiet_progress_bars
 
 PROG = "seed-gym sft"
 
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         usage_error(PROG, str(e).replace("--sft-", "--"))
     # --out, the env, the model and what it can see: before anything is written (Stage 1 samples
     # with the HF engine on the CPU, whatever the preset's --engine and --device)
+    if not cfg.system.progress:
+        quiet_progress_bars()  # transformers' and the hub's bars too, as train
     problem = run_problem(cfg, system=False)
     if problem is not None:
         usage_error(PROG, problem)
