@@ -77,9 +77,10 @@ LAZY_MMAP_BYTES = 32 * 1024 * 1024  # glibc's ceiling for its own moving thresho
 
 @contextlib.contextmanager
 def eager_release(enabled: bool = True) -> Iterator[bool]:
-    """Within the block, every allocation of ``EAGER_MMAP_BYTES`` or more is its own mapping,
-    returned to the system when torch frees it; yields whether that is so (False when not
-    ``enabled`` or where glibc is absent).
+    """Within the block, every allocation of ``EAGER_MMAP_BYTES`` or more that the heap's free
+    chunks cannot serve is its own mapping, returned to the system when torch frees it; yields
+    whether that is so (False when not ``enabled`` or where glibc is absent). A block that fits
+    a free chunk already in the heap is served from it as before.
 
     glibc raises its mmap threshold each time a mapped block is freed (up to 32 MiB), so a
     backward pass's activations, freed and allocated again in other sizes, end up in the heap,
