@@ -49,6 +49,22 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
 
 
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (a ``results.json``, a ``config.json``); ``ValueError`` with
+    one line naming the file when it is not UTF-8, not JSON or not an object."""
+    try:
+        record = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not JSON ({e.msg}, line {e.lineno})") from None
+    except (ValueError, RecursionError) as e:  # an int over 4300 digits, [[[[... too deep
+        raise ValueError(f"{path} is not readable JSON ({type(e).__name__})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path} holds a JSON {type(record).__name__}, not an object")
+    return record
+
+
 def read_jsonl(
     path: str | Path, *, strict: bool = False, valid: Callable[[Any], bool] | None = None
 ) -> list[Any]:

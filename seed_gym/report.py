@@ -32,7 +32,6 @@ Everything (CSS, JS, images) is inline, so the file can be mailed or attached to
 from __future__ import annotations
 
 import html
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +39,8 @@ from typing import Any
 
 import seed_gym
 from seed_gym import stats
-from seed_gym.jsonl import read_jsonl
-from seed_gym.oneline import OneLineParser
+from seed_gym.jsonl import read_json_object, read_jsonl
+from seed_gym.oneline import OneLineParser, usage_error
 from seed_gym.report_csv import eval_row, train_rows, write_csv
 from seed_gym.report_svg import STYLES, style_of, svg_chart
 from seed_gym.report_viewer import JS, viewer_section
@@ -101,11 +100,18 @@ def _is_record(row: Any) -> bool:
     return isinstance(row, dict)
 
 
+def _read_object(path: Path) -> dict[str, Any]:
+    try:
+        return read_json_object(path)
+    except ValueError as e:  # torn, hand-edited or not seed-gym's
+        usage_error("seed-gym report", e)
+
+
 def load_run(path: Path) -> Run:
     if (path / "metrics.jsonl").is_file():
         config = {}
         if (path / "config.json").is_file():
-            config = json.loads((path / "config.json").read_text())
+            config = _read_object(path / "config.json")
         algo = config.get("algo", "?")
         return Run(
             path=path,
@@ -116,7 +122,7 @@ def load_run(path: Path) -> Run:
             config=config,
             metrics=read_jsonl(path / "metrics.jsonl", valid=_is_record),
         )
-    results = json.loads((path / "results.json").read_text())
+    results = _read_object(path / "results.json")
     info = results.get("policy_info") or {}
     method = results.get("policy", "?")
     if method.startswith("openai:") and info.get("model"):

@@ -32,6 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.jsonl import read_json_object
+from seed_gym.oneline import usage_error
+
 N_BOOT = 2000
 ALPHA = 0.05
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -311,6 +314,9 @@ def compare_results(
         raise MismatchError(
             "a results.json without per_task (written by an older seed-gym eval) cannot be paired"
         )
+    for name, tasks in (("A", ta), ("B", tb)):
+        if not isinstance(tasks, dict) or not all(isinstance(v, dict) for v in tasks.values()):
+            raise MismatchError(f"{name}'s per_task is not an object of per-task objects")
     shared = [t for t in ta if t in tb]
     if set(ta) != set(tb) and not common_tasks:
         raise MismatchError(
@@ -350,8 +356,11 @@ def _load(path: str) -> dict[str, Any]:
     if p.is_dir():
         p = p / "results.json"
     if not p.is_file():
-        raise SystemExit(f"seed-gym compare: no results file {p}")
-    return json.loads(p.read_text())
+        usage_error("seed-gym compare", f"no results file {p}")
+    try:
+        return read_json_object(p)
+    except ValueError as e:  # a run's eval .jsonl, a torn or hand-edited file
+        usage_error("seed-gym compare", f"{e}; compare takes the results.json of seed-gym eval")
 
 
 def compare_main(argv: list[str] | None = None) -> int:

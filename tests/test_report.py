@@ -386,3 +386,27 @@ def test_report_in_headless_chromium(bench, browser, tmp_path):
     assert count.endswith(f"of {len(select.options)} trajectories")
     browser.save_screenshot(str(tmp_path / "report-viewer.png"))
     assert (tmp_path / "report-viewer.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("name", ["results.json", "config.json"])
+def test_report_names_a_corrupt_run_file_in_one_line(tmp_path, name):
+    run = tmp_path / "run"
+    run.mkdir()
+    if name == "config.json":  # a training run: metrics beside a hand-edited config
+        (run / "metrics.jsonl").write_text('{"iteration": 1}\n')
+    (run / name).write_text('{"algo": ')
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "seed_gym.cli",
+            "report",
+            str(run),
+            "--out",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and not (tmp_path / "r.html").exists()
+    assert done.stderr == f"seed-gym report: {run / name} is not JSON (Expecting value, line 1)\n"

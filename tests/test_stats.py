@@ -185,6 +185,8 @@ def test_compare_refuses_mismatches_clearly():
         stats.compare_results(a, reseeded)
     with pytest.raises(stats.MismatchError, match="without per_task"):
         stats.compare_results(a, {k: v for k, v in a.items() if k != "per_task"})
+    with pytest.raises(stats.MismatchError, match="B's per_task is not an object"):
+        stats.compare_results(a, {**a, "per_task": ["t1", "t2"]})
 
 
 def test_compare_on_other_metrics():
@@ -219,3 +221,23 @@ def test_compare_cli_on_real_evals(tmp_path):
     assert "B better" in text and "paired tasks" in text
     bad = cli("compare", str(tmp_path / "o"), str(tmp_path / "u"))
     assert bad.returncode == 2 and "split differs ('seen' vs 'unseen')" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"env_id": "x", "per_', "is not JSON (Unterminated string"),
+        (b"[1, 2]", "holds a JSON list, not an object"),
+        (b'{"env_id": "\xff"}', "is not UTF-8"),
+        # a training run's eval file: episodes, one per line
+        (b'{"task_id": "t1", "won": true}\n{"task_id": "t2", "won": false}\n', "Extra data"),
+    ],
+)
+def test_compare_names_a_file_it_cannot_read_in_one_line(tmp_path, content, problem):
+    good = results_for([ep("t1", 1)])
+    (tmp_path / "a.json").write_text(json.dumps(good))
+    (tmp_path / "b.json").write_bytes(content)
+    result = cli("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and problem in result.stderr
+    assert result.stderr.startswith(f"seed-gym compare: {tmp_path / 'b.json'} ")
