@@ -47,6 +47,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "seed-nosft": ("seed", ["--no-sft"]),
     "grpo-targetkl": ("grpo", ["--target-kl", "0.02"]),
     "seed-targetkl": ("seed", ["--target-kl", "0.02"]),
+    # a tenth of the reference's KL: the demo's collapsing update replayed and rerun without the
+    # collapse (docs/benchmarks.md); both algorithms, so the pair differs in OPD alone
+    "grpo-kl001": ("grpo", ["--kl-coef", "0.001"]),
+    "seed-kl001": ("seed", ["--kl-coef", "0.001"]),
 }
 
 
