@@ -82,3 +82,29 @@ def test_a_phase_entered_twice_adds_seconds_and_keeps_the_larger_peak():
     rows = phase_rows([meter.metrics(), meter.metrics()])
     assert rows["rollout"]["n"] == 2
     assert rows["rollout"]["seconds"] == pytest.approx(2 * meter.seconds["rollout"])
+
+
+_CHILD_PEAK = """
+import subprocess, sys
+from seed_gym.trainer.phases import PhaseMeter
+child = "import sys; b = bytearray(int(sys.argv[1]) * 2**20); b[::4096] = b'x' * len(b[::4096])"
+meter = PhaseMeter()
+with meter.phase("warmup"):  # a build in a child, as the warm-up's SFT
+    subprocess.run([sys.executable, "-c", child, "300"], check=True)
+with meter.phase("stage1"):  # a smaller child: RUSAGE_CHILDREN still says 300, not this one's
+    subprocess.run([sys.executable, "-c", child, "10"], check=True)
+with meter.phase("load"):
+    pass
+print(meter.peak_mb["warmup"], meter.peak_mb["stage1"], meter.peak_mb["load"])
+"""
+
+
+@linux_glibc
+def test_a_phase_counts_the_peak_of_a_child_it_ran_and_not_an_earlier_childs():
+    # in a fresh process: RUSAGE_CHILDREN keeps the largest peak of any child so far
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD_PEAK], capture_output=True, text=True, check=True
+    )
+    warmup, stage1, load = map(float, done.stdout.split())
+    assert warmup >= 300  # the child's 300 MiB, not the parent's idle wait
+    assert stage1 < 300 and load < 300  # the parent's own peak: the earlier child not counted

@@ -11,6 +11,11 @@ Peak memory is the process's peak resident set size *during* the phase: Linux ke
 ``/proc/self/clear_refs``. Where that is not available (other systems) the peak since the start of
 the process is reported instead (``resource.getrusage``), which never goes down. On a GPU the
 phase's peak allocated CUDA memory is reported too.
+
+A phase that runs a child process (the warm-up and Stage 1 SFTs are built in one, so their memory
+goes back before training) counts the child's peak when it is the largest any child of this
+process has had so far (``RUSAGE_CHILDREN`` keeps only that maximum, over children that ended):
+the table then shows the build's peak instead of the parent's idle wait.
 """
 
 from __future__ import annotations
@@ -32,7 +37,12 @@ _CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
 def reset_peak_rss() -> bool:
-    """Start a new peak; False where the system cannot (then ``peak_rss_mb`` is all-time)."""
+    """Start a new peak; False where the system cannot (then ``peak_rss_mb`` is all-time).
+
+    Linux resets the process's high-water mark itself (``/proc/self/clear_refs``), and the
+    maximum resident size the kernel reports for the process (``ru_maxrss``, GNU time's ``%M``)
+    is read from that mark: after a reset it forgets the earlier peaks. A run's peak is therefore
+    the largest of its phase peaks (the run's phase table), not what an outside tool reports."""
     try:
         _CLEAR_REFS.write_text("5")
         return True
@@ -101,6 +111,12 @@ def eager_release(enabled: bool = True) -> Iterator[bool]:
         mallopt(_M_MMAP_THRESHOLD, LAZY_MMAP_BYTES)
 
 
+def children_peak_rss_mb() -> float:
+    """The largest peak resident memory (MiB) of any child process that has ended so far."""
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale
+
+
 def release_free_memory() -> bool:
     """Return the C heap's free memory to the system; False where there is no ``malloc_trim``."""
     trim = _libc_trim()
@@ -134,6 +150,7 @@ class PhaseMeter:
     def phase(self, name: str) -> Iterator[None]:
         cuda = _cuda()
         reset_peak_rss()
+        children = children_peak_rss_mb()
         if cuda is not None:
             cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
@@ -141,7 +158,10 @@ class PhaseMeter:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-            self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), peak_rss_mb())
+            peak = peak_rss_mb()
+            if children_peak_rss_mb() > children:  # a child of this phase peaked higher
+                peak = max(peak, children_peak_rss_mb())
+            self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), peak)
             release_free_memory()  # what the phase freed, before the next one starts
             if cuda is not None:
                 peak = cuda.max_memory_allocated() / 2**20
