@@ -48,9 +48,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "grpo-targetkl": ("grpo", ["--target-kl", "0.02"]),
     "seed-targetkl": ("seed", ["--target-kl", "0.02"]),
     # a tenth of the reference's KL: the demo's collapsing update replayed and rerun without the
-    # collapse (docs/benchmarks.md); both algorithms, so the pair differs in OPD alone
+    # collapse (docs/benchmarks.md); both algorithms, so the pair differs in OPD alone. The
+    # smollm2-cpu preset's own KL since 0.4.0; the names stay for the runs made with them
     "grpo-kl001": ("grpo", ["--kl-coef", "0.001"]),
     "seed-kl001": ("seed", ["--kl-coef", "0.001"]),
+    # the reference's KL (0.01), the smollm2-cpu preset's before 0.4.0
+    "grpo-kl01": ("grpo", ["--kl-coef", "0.01"]),
+    "seed-kl01": ("seed", ["--kl-coef", "0.01"]),
 }
 
 

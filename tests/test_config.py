@@ -72,6 +72,8 @@ CHANGED_SINCE = {
         "sft_lr": 1e-4,
         "sft_replay": 1.0,
         "sft_reruns": 8,  # the default: reruns only run with --sft-accept-filter
+        # 0.4.0: a tenth of the reference's KL (docs/seed.md, "Departures at CPU scale")
+        "kl_coef": 0.001,
     },
     # 0.4.0: the random model's structured analyses need room for five words; it builds in place
     "tiny": {"analyzer_max_new_tokens": 32, "isolate_builds": False},

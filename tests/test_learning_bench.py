@@ -122,9 +122,10 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
     opid = bench.run_config(bench.CONFIGS["cpu-long-opd"], "seed-opid", 3, [])
     assert opid.algo == "seed" and opid.opd.teacher_advantage and opid.seed == 3
     for algo in ("grpo", "seed"):
-        low_kl = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-kl001", 0, [])
-        assert (low_kl.algo, low_kl.optim.kl_coef) == (algo, 0.001)
-        assert low_kl.replace(optim=opd.optim, algo="seed") == opd
+        for name, kl in ((f"{algo}-kl001", 0.001), (f"{algo}-kl01", 0.01)):
+            variant = bench.run_config(bench.CONFIGS["cpu-long-opd"], name, 0, [])
+            assert (variant.algo, variant.optim.kl_coef) == (algo, kl)
+            assert variant.replace(optim=opd.optim, algo="seed") == opd
 
 
 def test_first_reach_and_steps_to_the_baselines_final():

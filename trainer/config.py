@@ -800,11 +800,15 @@ def smollm2_cpu() -> TrainConfig:
         rollout=RolloutConfig(tasks_per_iter=4, group_size=8, max_turns=4, temperature=1.0),
         # a 135M model fully fine-tuned, lr 5e-5, 4-5 AdamW steps per iteration (32 of ~150
         # step-samples each): fast enough to see learning in 3 iterations (docs/training.md).
-        # KL 0.01 to the warmed model, the reference's default, stays on: in the one run without
-        # it (SEED), the third update taught the clone to drop "</think><action>" (63% invalid
-        # output at the final eval), while GRPO with it went 19% -> 80% seen. It costs a
-        # reference forward per micro-batch.
-        optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8),
+        # KL 0.001 to the warmed model, a tenth of the reference's 0.01 (`--kl-coef 0.01` restores
+        # it; docs/seed.md, "Departures"): at 0.01 `make demo`'s SEED collapsed in iteration 3
+        # (seen 0.53 -> 0.00), and its collapsing update, replayed from the same state, kept
+        # winning with a tenth of the KL (23 of 32 rollouts, 0 at 0.01); rerun at 0.001 the demo
+        # went 0.53 -> 0.83 seen and GRPO kept its gain (0.67 vs 0.64 at 0.01, one seed). Not 0:
+        # in the one SEED run without KL the third update taught the clone to drop
+        # "</think><action>" (63% invalid output at the final eval). It costs a reference forward
+        # per micro-batch.
+        optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8, kl_coef=0.001),
         # sampled success, 3 episodes per task (same seeds at every eval): 4-turn episodes made
         # an eval of 12 x 2 take 84-91 s at 1 thread instead of 96-114 s at 6 turns, and the
         # third sample narrows the paired interval
