@@ -78,13 +78,19 @@ def main() -> None:
             results[(batch, attn)].append(json.loads(done.stdout.strip().splitlines()[-1]))
     med = {v: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for v, rs in results.items()}
     base = med[variants[0]]
-    print(f"{args.prompts} prompts of <= {args.tokens} tokens, {args.new_tokens} new tokens, "
-          f"{args.model}, {args.threads} thread(s), median of {args.repeats}")
-    print(f"{'gen batch':>9} {'attention':>9} {'held MiB':>9} {'ratio':>6} {'seconds':>8} "
-          f"{'ratio':>6} {'tok/s':>7}")
+    print(
+        f"{args.prompts} prompts of <= {args.tokens} tokens, {args.new_tokens} new tokens, "
+        f"{args.model}, {args.threads} thread(s), median of {args.repeats}"
+    )
+    print(
+        f"{'gen batch':>9} {'attention':>9} {'held MiB':>9} {'ratio':>6} {'seconds':>8} "
+        f"{'ratio':>6} {'tok/s':>7}"
+    )
     for (batch, attn), m in med.items():
-        print(f"{batch:>9} {attn:>9} {m['held_mb']:>9.0f} {m['held_mb'] / base['held_mb']:>6.2f} "
-              f"{m['seconds']:>8.1f} {m['seconds'] / base['seconds']:>6.2f} {m['tok_s']:>7.1f}")
+        print(
+            f"{batch:>9} {attn:>9} {m['held_mb']:>9.0f} {m['held_mb'] / base['held_mb']:>6.2f} "
+            f"{m['seconds']:>8.1f} {m['seconds'] / base['seconds']:>6.2f} {m['tok_s']:>7.1f}"
+        )
 
 
 if __name__ == "__main__":
