@@ -39,7 +39,9 @@ def one(batch: int, attn: str, args: argparse.Namespace) -> dict[str, float]:
     data = torch.Generator().manual_seed(0)
     vocab = policy.model.config.vocab_size
     prompts = [
-        torch.randint(100, vocab - 1, (args.tokens - 10 * (i % 7),), generator=data).tolist()
+        torch.randint(
+            100, vocab - 1, (max(8, args.tokens - 10 * (i % 7)),), generator=data
+        ).tolist()
         for i in range(args.prompts)
     ]
     engine.generate([prompts[0][:8]], max_new_tokens=2, seed=0)  # weights in, caches built
