@@ -34,7 +34,7 @@ def one(batch: int, attn: str, args: argparse.Namespace) -> dict[str, float]:
 
     torch.set_num_threads(args.threads)
     policy = load_policy(args.model)
-    policy.model.config._attn_implementation = attn  # read per forward by transformers' layers
+    policy.model.set_attn_implementation(attn)
     engine = HFEngine(policy.model, policy.tokenizer, max_batch=batch, autocast_bf16=True)
     data = torch.Generator().manual_seed(0)
     vocab = policy.model.config.vocab_size
@@ -90,9 +90,14 @@ def main() -> None:
     )
     for (batch, attn), m in med.items():
         print(
-            f"{batch:>9} {attn:>9} {m['held_mb']:>9.0f} {m['held_mb'] / base['held_mb']:>6.2f} "
-            f"{m['seconds']:>8.1f} {m['seconds'] / base['seconds']:>6.2f} {m['tok_s']:>7.1f}"
+            f"{batch:>9} {attn:>9} {m['held_mb']:>9.0f} {_ratio(m['held_mb'], base['held_mb'])} "
+            f"{m['seconds']:>8.1f} {_ratio(m['seconds'], base['seconds'])} {m['tok_s']:>7.1f}"
         )
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value / base`` in a 6-wide column; ``-`` where the baseline held nothing measurable."""
+    return f"{value / base:>6.2f}" if base > 0 else f"{'-':>6}"
 
 
 if __name__ == "__main__":

@@ -24,5 +24,6 @@ def test_generate_memory_prints_a_row_per_variant_against_the_first():
         ("6", "eager"),
         ("2", "eager"),
     ]
-    assert rows[0][3] == rows[0][5] == "1.00"  # the baseline's memory and seconds ratios
+    assert rows[0][5] == "1.00"  # the baseline's seconds ratio
+    assert rows[0][3] in ("1.00", "-")  # its memory ratio ("-": the tiny model held 0 MiB)
     assert all(float(r[6]) > 0 for r in rows)  # tokens per second: every variant sampled

@@ -58,8 +58,12 @@ def peak_rss_mb() -> float:
             return int(found.group(1)) / 1024
     except OSError:
         pass
+    return _ru_maxrss_mb(resource.RUSAGE_SELF)
+
+
+def _ru_maxrss_mb(who: int) -> float:
     scale = 1024 * 1024 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+    return resource.getrusage(who).ru_maxrss / scale
 
 
 @functools.cache
@@ -113,8 +117,7 @@ def eager_release(enabled: bool = True) -> Iterator[bool]:
 
 def children_peak_rss_mb() -> float:
     """The largest peak resident memory (MiB) of any child process that has ended so far."""
-    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / scale
+    return _ru_maxrss_mb(resource.RUSAGE_CHILDREN)
 
 
 def release_free_memory() -> bool:
@@ -158,9 +161,9 @@ class PhaseMeter:
             yield
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
-            peak = peak_rss_mb()
-            if children_peak_rss_mb() > children:  # a child of this phase peaked higher
-                peak = max(peak, children_peak_rss_mb())
+            peak, child = peak_rss_mb(), children_peak_rss_mb()
+            if child > children:  # a child of this phase peaked higher than any before it
+                peak = max(peak, child)
             self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), peak)
             release_free_memory()  # what the phase freed, before the next one starts
             if cuda is not None:
