@@ -28,3 +28,20 @@ def test_gradient_checkpointing_trains_the_same_weights(tmp_path):
     assert w0.keys() == w1.keys()
     for key in w0:
         torch.testing.assert_close(w0[key], w1[key], rtol=1e-4, atol=1e-6, msg=key)
+
+
+def test_the_update_leaves_no_gradients_behind(tmp_path, monkeypatch):
+    """The last optimizer step's gradients are freed with the update: left on the parameters they
+    would hold a model's worth of fp32 through the next rollout, analysis and eval."""
+    import seed_gym.trainer.train as train_module
+
+    real, left = train_module.run_update, []
+
+    def spy(model, *args, **kwargs):
+        metrics = real(model, *args, **kwargs)
+        left.append([n for n, p in model.named_parameters() if p.grad is not None])
+        return metrics
+
+    monkeypatch.setattr(train_module, "run_update", spy)
+    assert train_main([*TINY, "--iterations", "2", "--out", str(tmp_path / "run")]) == 0
+    assert left == [[], []]  # both iterations' updates ran, and each freed its gradients

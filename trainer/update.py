@@ -315,6 +315,9 @@ def run_update(
             steps += 1
         if stopped:
             break
+    # the last step's gradients are spent: freed here, not at the next update's first step, they
+    # stop holding a model's worth of fp32 (0.5 GiB for SmolLM2) through rollouts, analysis, evals
+    optimizer.zero_grad(set_to_none=True)
     stats = dist.gather_stats(stats)  # every rank's micro-batches
     metrics = _metrics(stats, max(1, steps), opd if teacher else None)
     if cfg.optim.target_kl is not None:

@@ -404,6 +404,7 @@ def sft_train(
     finally:
         bar.close()
         model.train(was_training)
+        optimizer.zero_grad(set_to_none=True)  # the model lives on; its spent gradients need not
     return result
 
 
