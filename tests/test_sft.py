@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -73,7 +74,9 @@ def play(task_id: str, seed: int, moves_fn, tid: str, group: str) -> tuple[Traje
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     privileged = env.unwrapped.privileged_info()
     traj = Trajectory(tid, group, task_id, info["task_type"], env.unwrapped.task_description, seed)
-    rng = np.random.default_rng(abs(hash(tid)) % 2**32)
+    # crc32, not hash(): str hashes change with every process (PYTHONHASHSEED), and the random
+    # play of task 0 then won now and again, failing the fixture's premise
+    rng = np.random.default_rng(zlib.crc32(tid.encode()))
     for i in range(15):
         move = moves_fn(i, rng)
         text = obs["text"]
