@@ -1,0 +1,122 @@
+"""Where the skill moves the teacher: the skill gap of saved SEED trajectories, split by the part
+of the response a token is in (the ``<action>`` the env executes, or the reasoning around it), by
+the episode's outcome and by iteration. No model runs: it reads what training logged.
+
+    python benchmarks/skill_gap_regions.py runs/long/runs/seed-s0 runs/long/runs/seed-s1
+    python benchmarks/skill_gap_regions.py runs/long/runs/seed-*      # pooled over seeds
+
+Every step of ``RUN/trajectories/iter_*.jsonl`` that has teacher logprobs contributes its tokens:
+the gap is ``teacher - sampling`` logprob of the same token (``opd/skill_gap``, nats), a *fork*
+is a token the sampling policy was unsure of (NLL > 0.1, ``skill_effect.FORK_NLL``). A skill
+that helps raises won episodes' decisions and lowers lost ones'; this table says whether the
+tokens the gate sees as forks are those decisions. Iteration 1 is shown apart: its policy is the
+Stage-1 model, before any RL update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORK_NLL = 0.1  # as seed_gym.trainer.algorithms.seed.skill_effect.FORK_NLL (no torch import here)
+ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)
+
+
+def action_mask(tokens: list[str], response: str) -> list[bool]:
+    """Per token: does it overlap the inside of the response's last ``<action>...</action>``?
+    Tokens are the response's pieces in order; if they do not spell the response, none is."""
+    if "".join(tokens) != response:
+        return [False] * len(tokens)
+    spans = list(ACTION.finditer(response))
+    if not spans:
+        return [False] * len(tokens)
+    lo, hi = spans[-1].span(1)
+    out, pos = [], 0
+    for tok in tokens:
+        start, pos = pos, pos + len(tok)
+        out.append(start < hi and pos > lo and hi > lo)
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+@dataclass
+class Cell:
+    """Tokens of one (iterations, outcome, region) cell."""
+
+    gaps: list[float] = field(default_factory=list)
+    nlls: list[float] = field(default_factory=list)
+
+    def add(self, gap: float, nll: float) -> None:
+        self.gaps.append(gap)
+        self.nlls.append(nll)
+
+    def row(self) -> tuple[int, float, float, int, float]:
+        """(tokens, mean gap, mean NLL, fork tokens, mean gap on forks)."""
+        n = len(self.gaps)
+        forks = [g for g, x in zip(self.gaps, self.nlls, strict=True) if x > FORK_NLL]
+        return n, _mean(self.gaps), _mean(self.nlls), len(forks), _mean(forks)
+
+
+def trajectories(run_dirs: Iterable[Path]) -> Iterator[tuple[int, dict]]:
+    """(iteration, trajectory record) of every saved training trajectory of the runs."""
+    for run in run_dirs:
+        paths = sorted((Path(run) / "trajectories").glob("iter_*.jsonl"))
+        if not paths:
+            raise SystemExit(f"{run}: no trajectories/iter_*.jsonl (a run saved with them?)")
+        for path in paths:
+            iteration = int(path.stem.split("_")[-1])
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    yield iteration, json.loads(line)
+
+
+def gap_table(run_dirs: Iterable[Path]) -> dict[tuple[str, str, str], Cell]:
+    """(``first``/``later`` iterations, ``won``/``lost``, ``action``/``reasoning``) -> its tokens."""
+    cells: dict[tuple[str, str, str], Cell] = defaultdict(Cell)
+    for iteration, traj in trajectories(run_dirs):
+        when = "first" if iteration == 1 else "later"
+        outcome = "won" if traj.get("won") else "lost"
+        for step in traj["steps"]:
+            teacher = step.get("teacher_logprobs")
+            if not teacher:
+                continue
+            in_action = action_mask(step["tokens"], step["response"])
+            for lp, tl, act in zip(step["logprobs"], teacher, in_action, strict=True):
+                cells[(when, outcome, "action" if act else "reasoning")].add(tl - lp, -lp)
+    return cells
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="SEED run folders (with trajectories/)")
+    args = p.parse_args(argv)
+    cells = gap_table(args.runs)
+    if not cells:
+        raise SystemExit("no step with teacher logprobs in these runs (not a SEED run?)")
+    head = ("iterations", "outcome", "region", "tokens", "gap", "NLL", "forks", "fork gap")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for when in ("first", "later"):
+        for outcome in ("won", "lost"):
+            for region in ("action", "reasoning"):
+                if (when, outcome, region) not in cells:
+                    continue
+                n, gap, nll, forks, fork_gap = cells[(when, outcome, region)].row()
+                label = "1" if when == "first" else "2+"
+                print(
+                    f"| {label} | {outcome} | {region} | {n} | {gap:+.4f} | {nll:.4f} | {forks} "
+                    f"| {fork_gap:+.3f} |"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

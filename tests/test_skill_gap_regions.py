@@ -1,0 +1,73 @@
+"""benchmarks/skill_gap_regions.py: the skill gap of saved trajectories split by response region
+(the executed ``<action>`` or the reasoning), outcome and iteration, on hand-worked files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parents[1] / "benchmarks" / "skill_gap_regions.py"
+spec = importlib.util.spec_from_file_location("skill_gap_regions", SCRIPT)
+regions = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = regions  # dataclasses look their module up there
+spec.loader.exec_module(regions)
+
+
+def step(tokens, logprobs, teacher):
+    return {"tokens": tokens, "response": "".join(tokens), "logprobs": logprobs,
+            "teacher_logprobs": teacher}  # fmt: skip
+
+
+def write_run(root: Path) -> Path:
+    run = root / "seed-s0"
+    (run / "trajectories").mkdir(parents=True)
+    won = {"won": True, "steps": [
+        step(["<think>a</think>", "<action>", "up", "</action>"],
+             [-0.05, -0.01, -0.5, -0.02], [-0.04, -0.01, -0.2, -0.02]),
+    ]}  # fmt: skip
+    lost = {"won": False, "steps": [
+        step(["<think>c</think><action>", "up", "</action>"], [-1.0, -1.0, -1.0], None),
+        step(["<think>b</think><action>", "left", "</action>"],
+             [-0.2, -0.3, -0.01], [-0.4, -0.1, -0.01]),
+    ]}  # fmt: skip
+    (run / "trajectories" / "iter_000001.jsonl").write_text(json.dumps(won) + "\n")
+    (run / "trajectories" / "iter_000002.jsonl").write_text(json.dumps(lost) + "\n\n")
+    return run
+
+
+def test_action_tokens_are_those_inside_the_last_action_block():
+    assert regions.action_mask(["<think>x</think>", "<action>", "up", "</action>"],
+                               "<think>x</think><action>up</action>") == [False, False, True, False]  # fmt: skip
+    # a token that straddles the tag counts: it holds part of the action
+    assert regions.action_mask(["<action>u", "p</action>"], "<action>up</action>") == [True, True]
+    assert regions.action_mask(["<think>no action</think>"], "<think>no action</think>") == [False]
+    # tokens that do not spell the response cannot be placed: none is an action token
+    assert regions.action_mask(["<action>", "up"], "<action>up</action>") == [False, False]
+
+
+def test_gaps_by_iteration_outcome_and_region(tmp_path):
+    cells = regions.gap_table([write_run(tmp_path)])
+    # iteration 1, won: the action token 'up' (NLL 0.5, a fork) rose from -0.5 to -0.2
+    assert cells[("first", "won", "action")].row() == pytest.approx((1, 0.3, 0.5, 1, 0.3))
+    n, gap, nll, forks, fork_gap = cells[("first", "won", "reasoning")].row()
+    assert (
+        (n, forks) == (3, 0) and gap == pytest.approx(0.01 / 3) and nll == pytest.approx(0.08 / 3)
+    )
+    # iteration 2, lost: the step without teacher logprobs is left out
+    assert cells[("later", "lost", "action")].row() == pytest.approx((1, 0.2, 0.3, 1, 0.2))
+    assert cells[("later", "lost", "reasoning")].row() == pytest.approx((2, -0.1, 0.105, 1, -0.2))
+    assert set(cells) == {("first", "won", "action"), ("first", "won", "reasoning"),
+                          ("later", "lost", "action"), ("later", "lost", "reasoning")}  # fmt: skip
+
+
+def test_the_command_prints_the_table_and_refuses_a_run_without_trajectories(tmp_path, capsys):
+    assert regions.main([str(write_run(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "| 1 | won | action | 1 | +0.3000 | 0.5000 | 1 | +0.300 |" in out
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(SystemExit, match="no trajectories/iter_"):
+        regions.main([str(tmp_path / "bare")])
