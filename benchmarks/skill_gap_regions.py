@@ -4,13 +4,16 @@ the episode's outcome and by iteration. No model runs: it reads what training lo
 
     python benchmarks/skill_gap_regions.py runs/long/runs/seed-s0 runs/long/runs/seed-s1
     python benchmarks/skill_gap_regions.py runs/long/runs/seed-*      # pooled over seeds
+    python benchmarks/skill_gap_regions.py runs/long/runs/seed-* --decision-after "I append"
 
 Every step of ``RUN/trajectories/iter_*.jsonl`` that has teacher logprobs contributes its tokens:
 the gap is ``teacher - sampling`` logprob of the same token (``opd/skill_gap``, nats), a *fork*
 is a token the sampling policy was unsure of (NLL > 0.1, ``skill_effect.FORK_NLL``). A skill
 that helps raises won episodes' decisions and lowers lost ones'; this table says whether the
 tokens the gate sees as forks are those decisions. Iteration 1 is shown apart: its policy is the
-Stage-1 model, before any RL update.
+Stage-1 model, before any RL update. ``--decision-after PHRASE`` makes a third region of the token
+that follows PHRASE in the reasoning (in EZPoints' warm-up format, "I append" precedes the card
+or operator the step will play: the choice itself, written before the action copies it).
 """
 
 from __future__ import annotations
@@ -47,6 +50,18 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def decision_mask(tokens: list[str], phrase: str) -> list[bool]:
+    """Per token: is it the first non-blank token after an occurrence of ``phrase``?"""
+    out, text, pending = [], "", False
+    for tok in tokens:
+        hit = pending and bool(tok.strip())
+        out.append(hit)
+        pending = pending and not hit
+        text += tok
+        pending = pending or text.rstrip().endswith(phrase)
+    return out
+
+
 @dataclass
 class Cell:
     """Tokens of one (iterations, outcome, region) cell."""
@@ -78,8 +93,11 @@ def trajectories(run_dirs: Iterable[Path]) -> Iterator[tuple[int, dict]]:
                     yield iteration, json.loads(line)
 
 
-def gap_table(run_dirs: Iterable[Path]) -> dict[tuple[str, str, str], Cell]:
-    """(``first``/``later`` iterations, ``won``/``lost``, ``action``/``reasoning``) -> its tokens."""
+def gap_table(
+    run_dirs: Iterable[Path], decision_after: str | None = None
+) -> dict[tuple[str, str, str], Cell]:
+    """(``first``/``later`` iterations, ``won``/``lost``, ``action``/``reasoning``/``decision``)
+    -> its tokens; ``decision`` only with ``decision_after`` (see ``decision_mask``)."""
     cells: dict[tuple[str, str, str], Cell] = defaultdict(Cell)
     for iteration, traj in trajectories(run_dirs):
         when = "first" if iteration == 1 else "later"
@@ -89,16 +107,29 @@ def gap_table(run_dirs: Iterable[Path]) -> dict[tuple[str, str, str], Cell]:
             if not teacher:
                 continue
             in_action = action_mask(step["tokens"], step["response"])
-            for lp, tl, act in zip(step["logprobs"], teacher, in_action, strict=True):
-                cells[(when, outcome, "action" if act else "reasoning")].add(tl - lp, -lp)
+            decision = (
+                decision_mask(step["tokens"], decision_after)
+                if decision_after
+                else [False] * len(in_action)
+            )
+            for lp, tl, act, dec in zip(
+                step["logprobs"], teacher, in_action, decision, strict=True
+            ):
+                region = "action" if act else "decision" if dec else "reasoning"
+                cells[(when, outcome, region)].add(tl - lp, -lp)
     return cells
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="SEED run folders (with trajectories/)")
+    p.add_argument(
+        "--decision-after",
+        default=None,
+        help="the reasoning phrase before each choice; the token after it is its own region",
+    )
     args = p.parse_args(argv)
-    cells = gap_table(args.runs)
+    cells = gap_table(args.runs, args.decision_after)
     if not cells:
         raise SystemExit("no step with teacher logprobs in these runs (not a SEED run?)")
     head = ("iterations", "outcome", "region", "tokens", "gap", "NLL", "forks", "fork gap")
@@ -106,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(head))
     for when in ("first", "later"):
         for outcome in ("won", "lost"):
-            for region in ("action", "reasoning"):
+            for region in ("action", "decision", "reasoning"):
                 if (when, outcome, region) not in cells:
                     continue
                 n, gap, nll, forks, fork_gap = cells[(when, outcome, region)].row()

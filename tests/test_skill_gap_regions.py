@@ -71,3 +71,34 @@ def test_the_command_prints_the_table_and_refuses_a_run_without_trajectories(tmp
     (tmp_path / "bare").mkdir()
     with pytest.raises(SystemExit, match="no trajectories/iter_"):
         regions.main([str(tmp_path / "bare")])
+
+
+def test_the_decision_is_the_first_non_blank_token_after_the_phrase(tmp_path):
+    tokens = [
+        "<think>I append",
+        " ",
+        "10",
+        ". I append",
+        " +",
+        "</think><action>",
+        "10",
+        "</action>",
+    ]
+    assert regions.decision_mask(tokens, "I append") == [
+        False, False, True, False, True, False, False, False
+    ]  # fmt: skip
+    assert regions.decision_mask(tokens, "I remove") == [False] * len(tokens)
+    run = tmp_path / "seed-s1"
+    (run / "trajectories").mkdir(parents=True)
+    traj = {
+        "won": True,
+        "steps": [step(tokens, [-0.1] * 8, [-0.1, -0.1, 0.0, -0.1, -0.5] + [-0.1] * 3)],
+    }
+    (run / "trajectories" / "iter_000003.jsonl").write_text(json.dumps(traj))
+    cells = regions.gap_table([run], "I append")
+    # '10' rose by 0.1, '+' fell by 0.4; the action token '10' is the action's, not a decision
+    assert cells[("later", "won", "decision")].row() == pytest.approx(
+        (2, -0.15, 0.1, 0, float("nan")), nan_ok=True
+    )
+    assert cells[("later", "won", "action")].row()[:2] == pytest.approx((1, 0.0))
+    assert cells[("later", "won", "reasoning")].row()[0] == 5
