@@ -8,7 +8,9 @@ the episode's outcome and by iteration. No model runs: it reads what training lo
 
 Every step of ``RUN/trajectories/iter_*.jsonl`` that has teacher logprobs contributes its tokens:
 the gap is ``teacher - sampling`` logprob of the same token (``opd/skill_gap``, nats), a *fork*
-is a token the sampling policy was unsure of (NLL > 0.1, ``skill_effect.FORK_NLL``). A skill
+is a token the sampling policy was unsure of (NLL > 0.1, ``skill_effect.FORK_NLL``). The control
+columns are the same gaps under another task's skill, on the trajectories the run scored so
+(``--skill-control``; in the trajectory files since seed-gym 0.4.0, so older runs show none). A skill
 that helps raises won episodes' decisions and lowers lost ones'; this table says whether the
 tokens the gate sees as forks are those decisions. Iteration 1 is shown apart: its policy is the
 Stage-1 model, before any RL update. ``--decision-after PHRASE`` makes a third region of the token
@@ -64,20 +66,34 @@ def decision_mask(tokens: list[str], phrase: str) -> list[bool]:
 
 @dataclass
 class Cell:
-    """Tokens of one (iterations, outcome, region) cell."""
+    """Tokens of one (iterations, outcome, region) cell: under the trajectory's own skill, and
+    under the shuffled control's (another task's skill; the few trajectories the run scored so)."""
 
     gaps: list[float] = field(default_factory=list)
     nlls: list[float] = field(default_factory=list)
+    control_gaps: list[float] = field(default_factory=list)
+    control_nlls: list[float] = field(default_factory=list)
 
     def add(self, gap: float, nll: float) -> None:
         self.gaps.append(gap)
         self.nlls.append(nll)
 
+    def add_control(self, gap: float, nll: float) -> None:
+        self.control_gaps.append(gap)
+        self.control_nlls.append(nll)
+
     def row(self) -> tuple[int, float, float, int, float]:
         """(tokens, mean gap, mean NLL, fork tokens, mean gap on forks)."""
-        n = len(self.gaps)
-        forks = [g for g, x in zip(self.gaps, self.nlls, strict=True) if x > FORK_NLL]
-        return n, _mean(self.gaps), _mean(self.nlls), len(forks), _mean(forks)
+        return _stats(self.gaps, self.nlls)
+
+    def control_row(self) -> tuple[int, float, float, int, float]:
+        """The same over the control's tokens."""
+        return _stats(self.control_gaps, self.control_nlls)
+
+
+def _stats(gaps: list[float], nlls: list[float]) -> tuple[int, float, float, int, float]:
+    forks = [g for g, x in zip(gaps, nlls, strict=True) if x > FORK_NLL]
+    return len(gaps), _mean(gaps), _mean(nlls), len(forks), _mean(forks)
 
 
 def trajectories(run_dirs: Iterable[Path]) -> Iterator[tuple[int, dict]]:
@@ -112,11 +128,15 @@ def gap_table(
                 if decision_after
                 else [False] * len(in_action)
             )
-            for lp, tl, act, dec in zip(
-                step["logprobs"], teacher, in_action, decision, strict=True
+            control = step.get("control_logprobs") or [None] * len(teacher)
+            for lp, tl, cl, act, dec in zip(
+                step["logprobs"], teacher, control, in_action, decision, strict=True
             ):
                 region = "action" if act else "decision" if dec else "reasoning"
-                cells[(when, outcome, region)].add(tl - lp, -lp)
+                cell = cells[(when, outcome, region)]
+                cell.add(tl - lp, -lp)
+                if cl is not None:
+                    cell.add_control(cl - lp, -lp)
     return cells
 
 
@@ -133,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cells:
         raise SystemExit("no step with teacher logprobs in these runs (not a SEED run?)")
     head = ("iterations", "outcome", "region", "tokens", "gap", "NLL", "forks", "fork gap")
+    head += ("control tokens", "control gap", "control forks", "control fork gap")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for when in ("first", "later"):
@@ -140,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             for region in ("action", "decision", "reasoning"):
                 if (when, outcome, region) not in cells:
                     continue
-                n, gap, nll, forks, fork_gap = cells[(when, outcome, region)].row()
+                cell = cells[(when, outcome, region)]
+                n, gap, nll, forks, fork_gap = cell.row()
+                cn, cgap, _, cforks, cfork_gap = cell.control_row()
                 label = "1" if when == "first" else "2+"
                 print(
                     f"| {label} | {outcome} | {region} | {n} | {gap:+.4f} | {nll:.4f} | {forks} "
-                    f"| {fork_gap:+.3f} |"
+                    f"| {fork_gap:+.3f} | {cn} | {cgap:+.4f} | {cforks} | {cfork_gap:+.3f} |"
                 )
     return 0
 

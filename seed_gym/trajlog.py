@@ -12,15 +12,20 @@ Format (``seed-gym/trajectory-v1``): one JSON object per line, one trajectory ea
      "truncated": false,
      "skill": "..." | null,            # SEED: the Episode-Level Skill the teacher saw
      "skill_summary": "..." | null,
+     "control_skill": "...",           # SEED, only on the --skill-control trajectories: the
+                                       # other task's skill the control scored them under
      "steps": [{"observation": "...",  # the raw text observation the step was decided on
                 "images": ["data:image/png;base64,..."],   # prompt images, inline
                 "response": "...",     # the completion as the policy wrote it
                 "tokens": ["<th", "ink", ...] | null,     # response tokens, decoded one by one
                 "logprobs": [-0.3, ...] | null,           # student (sampling policy) logprobs
                 "teacher_logprobs": [-0.1, ...] | null,   # SEED: same tokens, skill in context
+                "control_logprobs": [-0.2, ...],          # with "control_skill": same tokens,
+                                                          # the other task's skill in context
                 "action": "up" | null, "valid": true, "reward": 0.0}]}
 
-``tokens``, ``logprobs`` and ``teacher_logprobs`` of a step have the same length when present.
+``tokens``, ``logprobs``, ``teacher_logprobs`` and ``control_logprobs`` of a step have the same
+length when present.
 Readers ignore unknown keys; a partially written last line (a killed writer) is skipped.
 """
 
@@ -79,11 +84,13 @@ def step_record(
     tokens: Sequence[str] | None = None,
     logprobs: Sequence[float] | None = None,
     teacher_logprobs: Sequence[float] | None = None,
+    control_logprobs: Sequence[float] | None = None,
 ) -> dict[str, Any]:
-    """One step of the format above (images: PIL images / arrays, or data URLs already)."""
-    lp, tlp = _floats(logprobs), _floats(teacher_logprobs)
+    """One step of the format above (images: PIL images / arrays, or data URLs already);
+    ``control_logprobs`` is written only when given."""
+    lp, tlp, clp = _floats(logprobs), _floats(teacher_logprobs), _floats(control_logprobs)
     n = len(tokens) if tokens is not None else None
-    for name, values in (("logprobs", lp), ("teacher_logprobs", tlp)):
+    for name, values in (("logprobs", lp), ("teacher_logprobs", tlp), ("control_logprobs", clp)):
         if values is not None and n is not None and len(values) != n:
             raise ValueError(f"{name} has {len(values)} entries for {n} response tokens")
     urls = [im if isinstance(im, str) else None for im in images]
@@ -96,6 +103,7 @@ def step_record(
         "tokens": None if tokens is None else [str(t) for t in tokens],
         "logprobs": lp,
         "teacher_logprobs": tlp,
+        **({"control_logprobs": clp} if clp is not None else {}),
         "action": action,
         "valid": bool(valid),
         "reward": float(reward),
@@ -150,6 +158,7 @@ def write_trajectories(
     tokenizer: Any,
     skills: Sequence[Any] | None = None,
     teacher_logprobs: Sequence[Sequence[Any] | None] | None = None,
+    control: dict[int, tuple[Any, Sequence[Any]]] | None = None,
     iteration: int | None = None,
     split: str = "train",
     source: str = "train",
@@ -164,6 +173,9 @@ def write_trajectories(
         skills: per trajectory, the skill its teacher saw (``analyzer.Skill``, str, or None).
         teacher_logprobs: per trajectory, per step, the teacher logprob of each response token
             (lists or tensors; None where the step or trajectory was not rescored).
+        control: SEED's shuffled-skill control, trajectory index -> (the other task's skill it
+            was scored under, its per-step logprobs as ``teacher_logprobs``); written as the
+            trajectory's ``control_skill`` and its steps' ``control_logprobs``.
         iteration, split, source: recorded on every line.
         images: embed prompt images as PNG data URLs (False leaves them out).
     """
@@ -178,11 +190,13 @@ def write_trajectories(
     with tmp.open("w", encoding="utf-8") as f:
         for i, traj in enumerate(trajectories):
             per_step = teacher_logprobs[i] if teacher_logprobs is not None else None
-            if per_step is not None and len(per_step) != len(traj.steps):
-                raise ValueError(
-                    f"trajectory {traj.traj_id}: {len(per_step)} teacher logprob lists for "
-                    f"{len(traj.steps)} steps"
-                )
+            control_skill, per_step_control = (control or {}).get(i, (None, None))
+            for name, lists in (("teacher", per_step), ("control", per_step_control)):
+                if lists is not None and len(lists) != len(traj.steps):
+                    raise ValueError(
+                        f"trajectory {traj.traj_id}: {len(lists)} {name} logprob lists for "
+                        f"{len(traj.steps)} steps"
+                    )
             steps = []
             for j, s in enumerate(traj.steps):
                 tokens = (
@@ -201,8 +215,12 @@ def write_trajectories(
                         tokens=tokens,
                         logprobs=s.old_logprobs if tokens is not None else None,
                         teacher_logprobs=None if per_step is None else per_step[j],
+                        control_logprobs=None if per_step_control is None else per_step_control[j],
                     )
                 )
+            extra = (
+                {} if control_skill is None else {"control_skill": _skill_text(control_skill)[0]}
+            )
             record = trajectory_record(
                 traj_id=traj.traj_id,
                 group_id=traj.group_id,
@@ -218,6 +236,7 @@ def write_trajectories(
                 source=source,
                 iteration=iteration,
                 split=split,
+                **extra,
             )
             f.write(json_line(record))
     os.replace(tmp, path)

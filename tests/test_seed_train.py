@@ -133,7 +133,9 @@ def test_stage1_is_cached_and_shared_by_runs(tmp_path, monkeypatch):
 def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer):
     # every Sokoban episode of the random model fails alike: GRPO advantages are all 0, so any
     # parameter change comes from the OPD term
-    cfg = _cfg(tmp_path, "seed", algo="seed", no_sft=True, iterations=2, opd_coef=1.0)
+    cfg = _cfg(
+        tmp_path, "seed", algo="seed", no_sft=True, iterations=2, opd_coef=1.0, skill_control=2
+    )
     train(cfg)
     run = tmp_path / "seed"
     lines = run_metrics(run)
@@ -162,6 +164,14 @@ def test_seed_distills_skills_and_report_renders_them(tmp_path, canned_analyzer)
     for t in trajs:
         for s in t["steps"]:
             assert len(s["teacher_logprobs"]) == len(s["logprobs"]) == len(s["tokens"])
+    # the shuffled-skill control's trajectories carry the skill they were scored under and, per
+    # step, those logprobs (skill_gap_regions.py reads them); the others carry neither
+    controlled = [t for t in trajs if "control_skill" in t]
+    assert len(controlled) == 2 and all(t["control_skill"] == skill for t in controlled)
+    for t in trajs:
+        for s in t["steps"]:
+            assert ("control_logprobs" in s) == ("control_skill" in t)
+            assert len(s.get("control_logprobs", s["tokens"])) == len(s["tokens"])
     # the teacher gap in the log is the mean over tokens of teacher - student
     t0 = trajs[0]
     diffs = [

@@ -17,9 +17,10 @@ sys.modules[spec.name] = regions  # dataclasses look their module up there
 spec.loader.exec_module(regions)
 
 
-def step(tokens, logprobs, teacher):
-    return {"tokens": tokens, "response": "".join(tokens), "logprobs": logprobs,
-            "teacher_logprobs": teacher}  # fmt: skip
+def step(tokens, logprobs, teacher, control=None):
+    out = {"tokens": tokens, "response": "".join(tokens), "logprobs": logprobs,
+           "teacher_logprobs": teacher}  # fmt: skip
+    return out if control is None else {**out, "control_logprobs": control}
 
 
 def write_run(root: Path) -> Path:
@@ -32,7 +33,7 @@ def write_run(root: Path) -> Path:
     lost = {"won": False, "steps": [
         step(["<think>c</think><action>", "up", "</action>"], [-1.0, -1.0, -1.0], None),
         step(["<think>b</think><action>", "left", "</action>"],
-             [-0.2, -0.3, -0.01], [-0.4, -0.1, -0.01]),
+             [-0.2, -0.3, -0.01], [-0.4, -0.1, -0.01], control=[-0.2, -0.9, -0.01]),
     ]}  # fmt: skip
     (run / "trajectories" / "iter_000001.jsonl").write_text(json.dumps(won) + "\n")
     (run / "trajectories" / "iter_000002.jsonl").write_text(json.dumps(lost) + "\n\n")
@@ -60,6 +61,12 @@ def test_gaps_by_iteration_outcome_and_region(tmp_path):
     # iteration 2, lost: the step without teacher logprobs is left out
     assert cells[("later", "lost", "action")].row() == pytest.approx((1, 0.2, 0.3, 1, 0.2))
     assert cells[("later", "lost", "reasoning")].row() == pytest.approx((2, -0.1, 0.105, 1, -0.2))
+    # the same tokens under another task's skill: 'left' fell by 0.6 where its own skill raised it
+    assert cells[("later", "lost", "action")].control_row() == pytest.approx(
+        (1, -0.6, 0.3, 1, -0.6)
+    )
+    assert cells[("later", "lost", "reasoning")].control_row()[:3] == pytest.approx((2, 0.0, 0.105))
+    assert cells[("first", "won", "action")].control_row()[0] == 0  # not in the control
     assert set(cells) == {("first", "won", "action"), ("first", "won", "reasoning"),
                           ("later", "lost", "action"), ("later", "lost", "reasoning")}  # fmt: skip
 
@@ -67,7 +74,11 @@ def test_gaps_by_iteration_outcome_and_region(tmp_path):
 def test_the_command_prints_the_table_and_refuses_a_run_without_trajectories(tmp_path, capsys):
     assert regions.main([str(write_run(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "| 1 | won | action | 1 | +0.3000 | 0.5000 | 1 | +0.300 |" in out
+    assert "| 1 | won | action | 1 | +0.3000 | 0.5000 | 1 | +0.300 | 0 | +nan | 0 | +nan |" in out
+    assert (
+        "| 2+ | lost | action | 1 | +0.2000 | 0.3000 | 1 | +0.200 | 1 | -0.6000 | 1 | -0.600 |"
+        in out
+    )
     (tmp_path / "bare").mkdir()
     with pytest.raises(SystemExit, match="no trajectories/iter_"):
         regions.main([str(tmp_path / "bare")])

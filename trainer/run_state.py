@@ -350,9 +350,11 @@ def write_iteration_logs(
     gaps: Sequence[float | None] | None,
     trajectories: bool,
     failures: dict[str, dict] | None = None,
+    control: dict[int, tuple[Any, Any]] | None = None,
 ) -> None:
     """``skills/iter_*.jsonl`` (when there are skills) and ``trajectories/iter_*.jsonl``. For
-    skill-grpo the trajectory's skill is the one its actor saw."""
+    skill-grpo the trajectory's skill is the one its actor saw; ``control``: SEED's shuffled-skill
+    control (``trajlog.write_trajectories``)."""
     if skills is not None:
         SkillLog(run_dir).write(
             iteration,
@@ -368,6 +370,7 @@ def write_iteration_logs(
             tokenizer=tokenizer,
             skills=shown,
             teacher_logprobs=teacher,
+            control=control,
             iteration=iteration,
         )
 

@@ -255,7 +255,7 @@ def _train(cfg: TrainConfig) -> dict[str, Any]:
                     run.run_dir, iteration, trajs, tokenizer=run.policy.tokenizer, skills=skills,
                     teacher=teacher, gaps=scored.gaps if scored else None,
                     trajectories=cfg.system.save_trajectories,
-                    failures=failures,
+                    failures=failures, control=scored.extra.get("control") if scored else None,
                 )  # fmt: skip
                 if eval_due(cfg, iteration):
                     metrics.update(run_eval(run, iteration))

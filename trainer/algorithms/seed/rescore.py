@@ -277,7 +277,7 @@ def rescore_trajectories(
     """The distilling algorithms' teacher: ``trajectory_teacher_logprobs`` under pi_old
     (``policy``: a ``LoadedModel`` before this iteration's update), and the skill's own effect on
     the teacher (``skill_effect.py``) over every trajectory and over ``--skill-control`` of them
-    scored under another task's skill (the shuffled control, kept in ``Teacher.extra``)."""
+    scored under another task's skill (the shuffled control, ``Teacher.extra["control"]``)."""
     tokenizer = policy.processor or policy.tokenizer
 
     def score(some_trajs: list, some_skills: list) -> tuple[list, list]:
@@ -292,4 +292,6 @@ def rescore_trajectories(
     if idx:
         chosen = [trajs[i] for i in idx]
         metrics.update(skill_gap_metrics(chosen, control, prefix="opd/control_gap"))
-    return Teacher(teacher, gaps, metrics, {"control_idx": idx, "control": control})
+    # trajectory index -> (the borrowed skill, its per-step logprobs): the trajectory log keeps it
+    kept = {i: (b, c) for i, b, c in zip(idx, borrowed, control, strict=True)}
+    return Teacher(teacher, gaps, metrics, {"control": kept})
