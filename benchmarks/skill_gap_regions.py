@@ -21,14 +21,15 @@ or operator the step will play: the choice itself, written before the action cop
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FORK_NLL = 0.1  # as seed_gym.trainer.algorithms.seed.skill_effect.FORK_NLL (no torch import here)
+from seed_gym.trainer.algorithms.seed.skill_effect import FORK_NLL
+from seed_gym.trajlog import read_jsonl, trajectory_files
+
 ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)
 
 
@@ -97,16 +98,16 @@ def _stats(gaps: list[float], nlls: list[float]) -> tuple[int, float, float, int
 
 
 def trajectories(run_dirs: Iterable[Path]) -> Iterator[tuple[int, dict]]:
-    """(iteration, trajectory record) of every saved training trajectory of the runs."""
+    """(iteration, trajectory record) of every saved training trajectory of the runs (a line a
+    killed writer left half-written is skipped with a warning, as ``read_jsonl`` does)."""
     for run in run_dirs:
-        paths = sorted((Path(run) / "trajectories").glob("iter_*.jsonl"))
+        paths = [p for p in trajectory_files(run) if p.name.startswith("iter_")]
         if not paths:
             raise SystemExit(f"{run}: no trajectories/iter_*.jsonl (a run saved with them?)")
         for path in paths:
             iteration = int(path.stem.split("_")[-1])
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    yield iteration, json.loads(line)
+            for record in read_jsonl(path):
+                yield iteration, record
 
 
 def gap_table(

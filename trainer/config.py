@@ -807,8 +807,9 @@ def smollm2_cpu() -> TrainConfig:
         # went 0.53 -> 0.83 seen and GRPO kept its gain (0.67 vs 0.64 at 0.01, one seed). Not 0:
         # in the one SEED run without KL the third update taught the clone to drop
         # "</think><action>" (63% invalid output at the final eval). It costs a reference forward
-        # per micro-batch. Over 6 iterations (benchmarks/learning.py cpu-long-opd) neither value
-        # is safe at this lr: GRPO's seed 2 drifted at 0.001 (kl_ref 0.245), SEED's at 0.01.
+        # per micro-batch. Over 6 iterations (benchmarks/learning.py cpu-long-opd, 5 seeds)
+        # neither value is safe at this lr: at 0.001 SEED's seeds 3 and 4 still collapsed or fell
+        # once their groups saturated and GRPO's seed 2 drifted (kl_ref 0.245).
         optim=OptimConfig(lr=5e-5, mini_batch_size=32, micro_batch=8, kl_coef=0.001),
         # sampled success, 3 episodes per task (same seeds at every eval): 4-turn episodes made
         # an eval of 12 x 2 take 84-91 s at 1 thread instead of 96-114 s at 6 turns, and the
