@@ -113,3 +113,12 @@ def test_the_decision_is_the_first_non_blank_token_after_the_phrase(tmp_path):
     )
     assert cells[("later", "won", "action")].row()[:2] == pytest.approx((1, 0.0))
     assert cells[("later", "won", "reasoning")].row()[0] == 5
+
+
+def test_a_half_written_last_line_is_skipped_not_fatal(tmp_path):
+    run = write_run(tmp_path)
+    with (run / "trajectories" / "iter_000002.jsonl").open("a") as f:
+        f.write('{"won": true, "steps": [{"tok')  # a writer killed mid-line
+    with pytest.warns(UserWarning):
+        cells = regions.gap_table([run])
+    assert cells[("later", "lost", "action")].row()[0] == 1  # the whole lines still count
