@@ -255,7 +255,6 @@ def run_all(
     """Train every (algo, seed) not already finished, ``jobs`` at a time; returns wall seconds per
     run. Each run is its own ``seed-gym train`` process with one torch thread (the config's
     ``threads``), so ``jobs`` up to the core count run side by side without contending for cores."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     todo = []
     for algo, seed in run_order(algos, seeds, cached_start=bool(config.get("eval-cache"))):
         run_dir = out / "runs" / f"{algo}-s{seed}"
@@ -267,6 +266,15 @@ def run_all(
         todo.append((run_dir, cmd + train_argv(config, algo, seed, run_dir) + resume + extra))
     if todo and jobs > 1:
         prepare(config, algos, seeds[0], extra, threads=jobs, out=out)
+    return run_jobs(todo, jobs)
+
+
+def run_jobs(todo: list[tuple[Path, list[str]]], jobs: int) -> dict[str, float]:
+    """Run the commands ``(run_dir, argv)`` ``jobs`` at a time, each one's output in
+    ``run_dir/train.log``; returns wall seconds per run folder name. A failed command lets the
+    running ones finish, starts no more, and ends the benchmark with its log's tail."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    todo = list(todo)
     times: dict[str, float] = {}
     running: list[tuple[Path, subprocess.Popen, float, Any]] = []
     failed: list[str] = []
