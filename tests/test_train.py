@@ -133,6 +133,34 @@ def test_grpo_signal_and_exact_resume(tmp_path):
     assert [deterministic_metrics(m) for m in ma] == [deterministic_metrics(m) for m in mb]
 
 
+def test_resume_trains_with_the_flags_it_is_given_not_the_saved_ones(tmp_path):
+    """``--resume --lr 0`` must not move a weight (the checkpoint's optimizer state carries the
+    lr it was saved with; 0.4.0 and before trained on with it), and the optimizer's other saved
+    settings give way to the flags too."""
+    kw = dict(env=ECHO_ID, iterations=1, group_size=4, tasks_per_iter=2, max_new_tokens=6,
+              micro_batch=4, eval_splits=("seen",), eval_tasks=1, lr=1e-3)  # fmt: skip
+    train(_cfg(tmp_path, "r", **kw))
+    before = checkpoint_params(tmp_path / "r")
+    flags = [
+        "--iterations",
+        "2",
+        "--lr",
+        "0",
+        "--adam-betas",
+        "0.5",
+        "0.9",
+        "--weight-decay",
+        "0.3",
+    ]
+    resumed = parse_args(["--out", str(tmp_path / "r"), "--resume", *flags])
+    assert train(resumed)["train/grad_norm"] > 0  # a gradient, and a step of size 0
+    after = checkpoint_params(tmp_path / "r")
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    saved = torch.load(tmp_path / "r" / "checkpoint.pt", weights_only=False)["optimizer"]
+    group = saved["param_groups"][0]
+    assert (group["lr"], tuple(group["betas"]), group["weight_decay"]) == (0.0, (0.5, 0.9), 0.3)
+
+
 def test_refuses_to_overwrite_a_run(tmp_path):
     cfg = _cfg(tmp_path, "r", env=ECHO_ID, iterations=1, eval_splits=("seen",), eval_tasks=1)
     train(cfg)

@@ -293,6 +293,8 @@ def start_run(cfg: TrainConfig) -> Run:
     run.setup = setup.metrics()
     if restore:
         payload = load_checkpoint(run_dir / "checkpoint.pt", policy.model, optimizer)
+        if optimizer is not None:  # the resumed run's flags, not the saved ones (load_state_dict
+            set_optimizer_settings(optimizer, cfg.optim)  # restores lr, betas and weight decay)
         run.start_iteration, run.data_position = payload["iteration"], payload["data_position"]
         run.env_steps = int(payload.get("env_steps", 0))
         algorithm.load_state(payload.get("actor_skills") or {})
@@ -347,6 +349,15 @@ def build_policy(
     engine = make_engine(cfg, policy, sampler, source, dist)
     algorithm.bind(engine, policy)
     return policy, engine, optimizer, reference
+
+
+def set_optimizer_settings(optimizer: Any, optim: Any) -> None:
+    """Every parameter group's lr, betas and weight decay set from ``optim`` (the ``OptimConfig``
+    group). A resumed run calls it after loading the checkpoint, whose optimizer state carries the
+    settings it was saved with: without it ``--resume --lr 1e-5`` trained on at the saved lr while
+    config.json and ``train/lr`` said 1e-5 (seed-gym <= 0.4.0)."""
+    for group in optimizer.param_groups:
+        group.update(lr=optim.lr, betas=tuple(optim.adam_betas), weight_decay=optim.weight_decay)
 
 
 def make_engine(cfg: TrainConfig, policy: LoadedModel, sampler: Any, source: str, dist: Any) -> Any:
