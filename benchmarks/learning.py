@@ -425,6 +425,7 @@ def analyze(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
     result["table"] = paired_table(out, algos, seeds)
     result["steps_to_base_final"] = steps_to_base_final(runs, algos, seeds)
     result["instruments"] = instrument_means(runs, algos, seeds)
+    result["saturated"] = saturated_updates(runs, algos, seeds)
     return result
 
 
@@ -490,6 +491,46 @@ def instrument_means(runs: dict, algos: list[str], seeds: list[int]) -> dict[str
     return out
 
 
+SATURATED = 1e-3  # mean |advantage| below this: every group of the iteration all won or all lost
+
+
+def saturated_updates(runs: dict, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    """Per algorithm: the updates whose groups had all saturated (mean |GRPO advantage| under
+    ``SATURATED``: no policy-gradient signal, so what moves the policy is AdamW's momentum from
+    earlier updates and the KL, entropy and OPD terms), and the next iteration's rollouts:
+    success after minus success at the saturated iteration, and ``train/kl_ref`` then."""
+    out: dict[str, Any] = {}
+    for algo in algos:
+        updates, events = 0, []
+        for s in seeds:
+            lines = sorted(
+                (m for m in runs[(algo, s)].metrics if "train/adv_abs_mean" in m),
+                key=lambda m: m["iteration"],
+            )
+            updates += len(lines)
+            for i, m in enumerate(lines):
+                if m["train/adv_abs_mean"] >= SATURATED:
+                    continue
+                after = lines[i + 1] if i + 1 < len(lines) else None
+                events.append({
+                    "seed": s,
+                    "iteration": m["iteration"],
+                    "success": m.get("rollout/success"),
+                    "next_success": after.get("rollout/success") if after else None,
+                    "next_kl_ref": after.get("train/kl_ref") if after else None,
+                })  # fmt: skip
+        changes = [
+            e["next_success"] - e["success"] for e in events if e["next_success"] is not None
+        ]
+        out[algo] = {
+            "updates": updates,
+            "saturated": len(events),
+            "events": events,
+            "mean_next_change": float(np.mean(changes)) if changes else None,
+        }
+    return out
+
+
 def table_markdown(res: dict[str, Any]) -> str:
     """The result table (the README shows it): sampled success at the first and last eval,
     the paired gain with its 95% interval, per split and algorithm."""
@@ -529,6 +570,18 @@ def print_summary(res: dict[str, Any]) -> None:
         for algo, values in res["instruments"].items():
             cells = ", ".join(f"{k.split('/')[-1]} {v['mean']:+.4f}" for k, v in values.items())
             print(f"  {algo}: {cells}")
+    if res.get("saturated"):
+        print(
+            "\nsaturated updates (every group all won or all lost; next rollouts' success change):"
+        )
+        for algo, r in res["saturated"].items():
+            cells = ", ".join(
+                f"s{e['seed']} it{e['iteration']} "
+                + (f"{e['next_success'] - e['success']:+.2f}" if e["next_success"] is not None
+                   else "(last)")
+                for e in r["events"]
+            )  # fmt: skip
+            print(f"  {algo}: {r['saturated']} of {r['updates']}" + (f": {cells}" if cells else ""))
     algos = res["algos"]
     print(f"\nsuccess at the last eval (mean over seeds {res['seeds']}):")
     print(f"{'split':8s} " + " ".join(f"{a:>16s}" for a in algos))

@@ -155,6 +155,32 @@ def test_first_reach_and_steps_to_the_baselines_final():
     assert r["grpo"]["reached"] == "1/2"  # seed 1 of the baseline ends below the mean
 
 
+def test_saturated_updates_and_what_followed():
+    bench = load_bench()
+
+    class Run:
+        def __init__(self, lines):  # (iteration, mean |advantage|, rollout success, kl_ref)
+            self.metrics = [{"iteration": 0, "eval/seen/success": 0.5}] + [
+                {"iteration": it, "train/adv_abs_mean": a, "rollout/success": y, "train/kl_ref": k}
+                for it, a, y, k in lines
+            ]
+
+    runs = {
+        ("grpo", 0): Run([(1, 0.8, 0.5, 0.01), (2, 0.0, 1.0, 0.02), (3, 0.7, 0.75, 0.09)]),
+        ("grpo", 1): Run([(1, 0.9, 0.4, 0.01), (2, 0.5, 0.6, 0.02), (3, 0.0002, 1.0, 0.02)]),
+        ("seed", 0): Run([(1, 0.8, 0.5, 0.01), (2, 0.3, 0.9, 0.02), (3, 0.4, 0.8, 0.03)]),
+        ("seed", 1): Run([(1, 0.0, 1.0, 0.01), (2, 0.0, 0.5, 0.02), (3, 0.6, 0.25, 0.2)]),
+    }
+    r = bench.saturated_updates(runs, ["grpo", "seed"], [0, 1])
+    g = r["grpo"]
+    assert (g["updates"], g["saturated"]) == (6, 2)
+    assert g["events"][0] == {"seed": 0, "iteration": 2, "success": 1.0, "next_success": 0.75,
+                              "next_kl_ref": 0.09}  # fmt: skip
+    assert g["events"][1]["next_success"] is None  # the run's last update: nothing after it
+    assert g["mean_next_change"] == pytest.approx(-0.25)
+    assert r["seed"]["saturated"] == 2 and r["seed"]["mean_next_change"] == pytest.approx(-0.375)
+
+
 def test_the_shared_warmup_and_stage1_are_built_in_a_child_process(tmp_path, monkeypatch, capsys):
     """``prepare`` builds the warm-up and Stage 1 the runs load from the cache, in a child
     process (built in the benchmark's own process their memory stayed there beside the runs:
