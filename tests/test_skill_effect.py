@@ -9,7 +9,7 @@ import torch
 
 from seed_gym.trainer.algorithms.seed.skill_effect import control_skills, skill_gap_metrics
 from seed_gym.trainer.trajectory import StepSample, Trajectory
-from seed_gym.trainer.update import gradient_probe
+from seed_gym.trainer.update import adamw_step_stats, gradient_probe
 
 
 def step(old: list[float]) -> StepSample:
@@ -71,3 +71,30 @@ def test_gradient_probe_by_hand():
     assert "opd/grad_ratio" not in m and m["opd/grad_norm_pg"] == 0.0  # all advantages 0
     m = gradient_probe((w2 * torch.tensor([1.0, 1.0])).sum(), (w2 * -2).sum(), [w2])
     assert m["opd/grad_cosine"] == pytest.approx(-1.0) and m["opd/grad_ratio"] == pytest.approx(2)
+
+
+def test_adamw_step_stats_measure_the_step_taken():
+    """The step norm and its cosine with -grad, read from AdamW's state, against the weights'
+    change measured directly: at the first step, and at a later one whose gradient is ~0 (a
+    saturated update) where momentum alone moves the weights, away from that gradient."""
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(5, 3))
+    b = torch.nn.Parameter(torch.randn(3))
+    opt = torch.optim.AdamW([w, b], lr=0.1, weight_decay=0.05)
+    assert adamw_step_stats(opt, [w, b]) == {}  # no step yet
+    grads = [torch.randn(5, 3), torch.randn(3)], [torch.randn(5, 3) * 1e-6, torch.randn(3) * 1e-6]
+    for step_grads in grads:
+        before = [w.detach().clone(), b.detach().clone()]
+        w.grad, b.grad = (g.clone() for g in step_grads)
+        opt.step()
+        change = torch.cat(
+            [(p.detach() - q).flatten() for p, q in zip([w, b], before, strict=True)]
+        )
+        g = torch.cat([x.flatten() for x in step_grads])
+        stats = adamw_step_stats(opt, [w, b])
+        assert stats["step_norm"] == pytest.approx(float(change.norm()), rel=1e-5)
+        cosine = float(-(change @ g) / (change.norm() * g.norm()))
+        assert stats["step_cosine"] == pytest.approx(cosine, abs=1e-5)
+    # the second step's gradient is a millionth of the first's; the step is still ~0.9 of the
+    # first's size, carried by the first moment
+    assert stats["step_norm"] > 0.05

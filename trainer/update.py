@@ -143,6 +143,48 @@ def gradient_probe(
     return out
 
 
+def adamw_step_stats(optimizer: Any, params: Sequence[torch.Tensor]) -> dict[str, float]:
+    """What the AdamW step just taken did, from the optimizer's state after it: ``step_norm``
+    (the L2 norm of the weights' change, decoupled weight decay included) and ``step_cosine``
+    (its cosine with the descent direction -grad of the step's own mini-batch). Momentum from
+    earlier steps and Adam's per-weight scaling turn the gradient into the step; a step with a
+    near-zero gradient (every group saturated) that still has a normal norm and a low cosine is
+    the optimizer coasting on earlier updates. ``{}`` for optimizers other than torch's AdamW
+    without amsgrad, and before the first step.
+
+    torch's AdamW: theta_t = theta_{t-1} (1 - lr wd) - lr m_t / bc1 / (sqrt(v_t / bc2) + eps),
+    bc1 = 1 - beta1^t, bc2 = 1 - beta2^t; ``theta_{t-1}`` is recovered from ``theta_t``."""
+    sq_step = dot = sq_grad = 0.0
+    for group in optimizer.param_groups:
+        if group.get("amsgrad") or group.get("maximize"):
+            return {}
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        beta1, beta2 = group["betas"]
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            if not state or "exp_avg" not in state:
+                continue
+            t = float(state["step"])
+            # in place on two temporaries of p's size (fp32 sums: a metric, not the step)
+            denom = state["exp_avg_sq"].div(1 - beta2**t).sqrt_().add_(eps)  # [shape of p]
+            change = state["exp_avg"].div(1 - beta1**t).div_(denom).mul_(lr)  # Adam's part
+            del denom
+            change.add_(p.detach()).div_(1 - lr * wd)  # theta_{t-1}
+            change.neg_().add_(p.detach())  # theta_t - theta_{t-1}
+            flat = change.flatten()
+            sq_step += float(torch.dot(flat, flat))
+            if p.grad is not None:
+                g = p.grad.flatten().to(flat.dtype)
+                dot -= float(torch.dot(flat, g))
+                sq_grad += float(torch.dot(g, g))
+    if sq_step == 0.0 and sq_grad == 0.0:
+        return {}
+    out = {"step_norm": sq_step**0.5}
+    if sq_step > 0 and sq_grad > 0:
+        out["step_cosine"] = dot / (sq_step * sq_grad) ** 0.5
+    return out
+
+
 # --- feeding it -----------------------------------------------------------------------------------
 @dataclass
 class Sample:
@@ -313,12 +355,16 @@ def run_update(
             stats.setdefault("grad_norm", []).append(_clip(params, cfg.optim.max_grad_norm))
             optimizer.step()
             steps += 1
+            if not cfg.system.fsdp:  # a rank's shards would give partial norms
+                for k, v in adamw_step_stats(optimizer, params).items():
+                    stats.setdefault(k, []).append(v)
         if stopped:
             break
     # the last step's gradients are spent: freed here, not at the next update's first step, they
     # stop holding a model's worth of fp32 (0.5 GiB for SmolLM2) through rollouts, analysis, evals
     optimizer.zero_grad(set_to_none=True)
-    stats = dist.gather_stats(stats)  # every rank's micro-batches
+    # every rank's micro-batches; the step's statistics are the same on every rank
+    stats = dist.gather_stats(stats, replicated=("grad_norm", "step_norm", "step_cosine"))
     metrics = _metrics(stats, max(1, steps), opd if teacher else None)
     if cfg.optim.target_kl is not None:
         metrics["train/early_stop"] = float(stopped)
@@ -353,6 +399,9 @@ def _metrics(stats: dict[str, list[float]], n_steps: int, opd: OPDStats | None) 
     if "kl_ref" in stats:
         out["train/kl_ref"] = float(np.mean(stats["kl_ref"]))
     out["train/grad_norm"] = float(np.mean(stats["grad_norm"])) if "grad_norm" in stats else 0.0
+    for k in ("step_norm", "step_cosine"):  # means over the optimizer steps (adamw_step_stats)
+        if k in stats:
+            out[f"train/{k}"] = float(np.mean(stats[k]))
     out["train/optimizer_steps"] = float(n_steps)
     if opd is not None:
         out.update(opd.metrics(n_steps))
