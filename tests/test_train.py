@@ -89,6 +89,29 @@ def test_two_iterations_on_sokoban_change_parameters_and_checkpoint(tmp_path):
     assert payload["iteration"] == 2 and payload["data_position"] == 4
 
 
+def test_skip_saturated_takes_no_step_without_a_policy_gradient(tmp_path):
+    # the random model never writes a valid Sokoban action: every group ties, every advantage
+    # is 0; by default the entropy bonus still moves the weights, with --skip-saturated nothing does
+    kw = dict(env="seed_gym/Sokoban-v0", ent_coef=0.01, eval_splits=("seen",), iterations=1)
+    stepped = train(_cfg(tmp_path, "stepped", **kw))
+    skipped = train(_cfg(tmp_path, "skipped", skip_saturated=True, **kw))
+    assert stepped["train/adv_abs_mean"] == skipped["train/adv_abs_mean"] == 0.0
+    assert stepped["train/optimizer_steps"] >= 1 and "train/skipped_saturated" not in stepped
+    assert skipped["train/optimizer_steps"] == 0.0 and skipped["train/skipped_saturated"] == 1.0
+    a, b = checkpoint_params(tmp_path / "stepped"), checkpoint_params(tmp_path / "skipped")
+    from seed_gym.trainer.backends.models import load_policy
+
+    init = load_policy("tiny", seed=0).model.state_dict()
+    assert all(torch.equal(init[k], b[k]) for k in b)  # not a weight moved
+    assert any(not torch.equal(init[k], a[k]) for k in a)
+    # an iteration with a signal steps as usual, and says it did not skip
+    signal = dict(env=ECHO_ID, iterations=1, group_size=4, tasks_per_iter=2, max_new_tokens=6,
+                  eval_splits=("seen",), eval_tasks=1)  # fmt: skip
+    m = train(_cfg(tmp_path, "signal", skip_saturated=True, **signal))
+    assert m["train/adv_abs_mean"] > 0 and m["train/optimizer_steps"] >= 1
+    assert m["train/skipped_saturated"] == 0.0
+
+
 def test_target_kl_stops_the_update_early(tmp_path):
     # the first mini-batch runs pi_old itself (approx. KL ~ 0); after a step at a large lr the
     # policy has moved, so a small target stops the iteration before its later steps

@@ -193,6 +193,11 @@ class OptimConfig:
     approx. KL to the sampling policy exceeds this, before its step; None: every step is taken"""
     recompute_old_logprobs: bool = False
     """score old logprobs with the trainer before the update instead of using the engine's"""
+    skip_saturated: bool = False
+    """take no step in an iteration with no policy-gradient signal: every step-sample's advantage
+    is 0 (each group all won or all lost) and no teacher advantage (OPID) adds one. Such an
+    update's steps come from AdamW's momentum of earlier updates and the KL, entropy and gated-OPD
+    terms alone (``train/step_norm``, docs/seed.md). seed-gym's option; the reference steps"""
 
     def __post_init__(self):
         self.adam_betas = tuple(self.adam_betas)  # JSON round trips give lists

@@ -297,6 +297,8 @@ def run_update(
     ``n_mini_batches`` mini-batches of one AdamW step each; returns the update's metrics.
     ``terms``: the algorithm's loss terms (``LossTerms``); ``teacher``: the samples carry
     teacher logprobs (the algorithm has a teacher this iteration)."""
+    if cfg.optim.skip_saturated and saturated(samples, cfg, teacher=teacher):
+        return {"train/optimizer_steps": 0.0, "train/skipped_saturated": 1.0}
     params = [p for p in model.parameters() if p.requires_grad]
     stats: dict[str, list[float]] = {}
     opd = OPDStats()
@@ -368,7 +370,18 @@ def run_update(
     metrics = _metrics(stats, max(1, steps), opd if teacher else None)
     if cfg.optim.target_kl is not None:
         metrics["train/early_stop"] = float(stopped)
+    if cfg.optim.skip_saturated:
+        metrics["train/skipped_saturated"] = 0.0
     return {**metrics, **probed}
+
+
+def saturated(samples: Sequence[Sample], cfg: Any, *, teacher: bool) -> bool:
+    """No policy-gradient signal in the iteration (``--skip-saturated``): every sample's advantage
+    is exactly 0 (group normalisation gives 0 when a group's scores are all equal) and no teacher
+    advantage (OPID's ``--teacher-advantage``) adds a token advantage of its own."""
+    if teacher and cfg.opd.teacher_advantage:
+        return False
+    return bool(samples) and all(s.advantage == 0.0 for s in samples)
 
 
 def _accumulate(stats: dict[str, list[float]], s: dict[str, float], loss: float, w: float) -> None:
