@@ -40,6 +40,8 @@ ADDED_SINCE = {
     "algo_arg": (),
     # 0.4.0: optional Weights & Biases logging (the wandb extra)
     "wandb": False,
+    # 0.4.0: no step in an update without a policy-gradient signal (off: the reference steps)
+    "skip_saturated": False,
 }
 
 
