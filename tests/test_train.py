@@ -158,7 +158,7 @@ def test_grpo_signal_and_exact_resume(tmp_path):
 
 def test_resume_trains_with_the_flags_it_is_given_not_the_saved_ones(tmp_path):
     """``--resume --lr 0`` must not move a weight (the checkpoint's optimizer state carries the
-    lr it was saved with; 0.4.0 and before trained on with it), and the optimizer's other saved
+    lr it was saved with; before 0.4.0 it trained on with it), and the optimizer's other saved
     settings give way to the flags too."""
     kw = dict(env=ECHO_ID, iterations=1, group_size=4, tasks_per_iter=2, max_new_tokens=6,
               micro_batch=4, eval_splits=("seen",), eval_tasks=1, lr=1e-3)  # fmt: skip

@@ -355,7 +355,7 @@ def set_optimizer_settings(optimizer: Any, optim: Any) -> None:
     """Every parameter group's lr, betas and weight decay set from ``optim`` (the ``OptimConfig``
     group). A resumed run calls it after loading the checkpoint, whose optimizer state carries the
     settings it was saved with: without it ``--resume --lr 1e-5`` trained on at the saved lr while
-    config.json and ``train/lr`` said 1e-5 (seed-gym <= 0.4.0)."""
+    config.json and ``train/lr`` said 1e-5 (before 0.4.0)."""
     for group in optimizer.param_groups:
         group.update(lr=optim.lr, betas=tuple(optim.adam_betas), weight_decay=optim.weight_decay)
 
