@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -270,25 +271,25 @@ def run_all(
 
 
 def run_jobs(todo: list[tuple[Path, list[str]]], jobs: int) -> dict[str, float]:
-    """Run the commands ``(run_dir, argv)`` ``jobs`` at a time, each one's output in
-    ``run_dir/train.log``; returns wall seconds per run folder name. A failed command lets the
-    running ones finish, starts no more, and ends the benchmark with its log's tail."""
+    """Run the commands ``(run_dir, argv)`` ``jobs`` at a time, each one's output appended to
+    ``run_dir/train.log``; returns wall seconds per run folder name. A failed command is
+    reported when it ends (with its log's tail) and the others go on: one run killed for memory
+    must not stall a benchmark of hours. If any failed, the benchmark ends with their list once
+    the rest are done; rerunning the command resumes them (finished runs are skipped)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     todo = list(todo)
     times: dict[str, float] = {}
     running: list[tuple[Path, subprocess.Popen, float, Any]] = []
     failed: list[str] = []
     while todo or running:
-        while todo and len(running) < jobs and not failed:
+        while todo and len(running) < jobs:
             run_dir, cmd = todo.pop(0)
             run_dir.mkdir(parents=True, exist_ok=True)
-            log = (run_dir / "train.log").open("w")  # the run's stderr/stdout, kept for inspection
+            log = (run_dir / "train.log").open("a")  # a resumed run's log follows the first part
             print(f"[run] {run_dir.name}: {' '.join(cmd[3:])}", flush=True)
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
             running.append((run_dir, proc, time.perf_counter(), log))
-        if not running:
-            break
-        time.sleep(1.0)
+        time.sleep(0.5)
         for item in list(running):
             run_dir, proc, t0, log = item
             if proc.poll() is None:
@@ -296,13 +297,20 @@ def run_jobs(todo: list[tuple[Path, list[str]]], jobs: int) -> dict[str, float]:
             running.remove(item)
             log.close()
             times[run_dir.name] = time.perf_counter() - t0
-            if proc.returncode != 0:
-                tail = (run_dir / "train.log").read_text()[-3000:]
-                failed.append(f"{run_dir.name} (exit {proc.returncode}):\n{tail}")
-            else:
+            if proc.returncode == 0:
                 print(f"[done] {run_dir.name} in {times[run_dir.name]:.0f} s", flush=True)
+                continue
+            why = f"exit {proc.returncode}"
+            if proc.returncode == -signal.SIGKILL:
+                why += ": killed (SIGKILL; the kernel's OOM killer when memory ran out?)"
+            tail = (run_dir / "train.log").read_text(errors="replace")[-3000:]
+            print(f"[failed] {run_dir.name} ({why}):\n{tail}", flush=True)
+            failed.append(f"{run_dir.name} ({why})")
     if failed:
-        raise SystemExit("seed-gym train failed for " + "\n".join(failed))
+        raise SystemExit(
+            f"seed-gym train failed for {', '.join(failed)}; the same command resumes them "
+            "(finished runs are skipped)"
+        )
     return times
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 
 import pytest
 from conftest import ROOT
@@ -66,6 +67,27 @@ def test_learning_benchmark_smoke(tmp_path, capsys, monkeypatch):
     assert "[skip] grpo-s1: finished" in capsys.readouterr().out
     again = json.loads((tmp_path / "learning.json").read_text())
     assert again["paired"] == res["paired"]
+
+
+def test_a_failed_run_is_named_and_the_others_go_on(tmp_path, capsys):
+    """One run killed (the OOM killer's SIGKILL) or failing must not stall the benchmark: the
+    others run, the failures are named at the end, and a rerun's log follows the first one's."""
+    bench = load_bench()
+    ok = [sys.executable, "-c", "print('fine')"]
+    bad = [sys.executable, "-c", "import sys; print('broken'); sys.exit(3)"]
+    killed = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    todo = [
+        (tmp_path / "a", bad),
+        (tmp_path / "b", ok),
+        (tmp_path / "c", killed),
+        (tmp_path / "d", ok),
+    ]
+    with pytest.raises(SystemExit, match=r"failed for a \(exit 3\), c \(exit -9: killed"):
+        bench.run_jobs(todo, 2)
+    out = capsys.readouterr().out
+    assert "[done] b" in out and "[done] d" in out and "broken" in out
+    assert bench.run_jobs([(tmp_path / "b", ok)], 1).keys() == {"b"}
+    assert (tmp_path / "b" / "train.log").read_text() == "fine\nfine\n"
 
 
 def test_learning_benchmark_rejects_unknown_algos(tmp_path):
