@@ -13,7 +13,9 @@ update K depends on everything before it, so the replay rebuilds that state once
    iteration), the lr is constant, and an eval draws from none of training's streams (the prefix
    evaluates once more, at its last iteration: minutes, not a change).
 2. **variants**: ``OUT/prefix`` copied to ``OUT/<name>`` and resumed to iteration ``K + after`` with
-   the variant's flags (``seed-gym train --resume --iterations K+after FLAGS``). Iteration K samples
+   the variant's flags (``seed-gym train --resume --iterations K+after FLAGS``; optimizer flags
+   such as ``--lr 0`` or ``--adam-betas 0 0.999`` apply to the branch: a resume takes them from
+   the flags, not the checkpoint, since 0.4.0). Iteration K samples
    the same episodes as the original (the policy is the same until its update); its update is the
    variant's. ``base=`` (no flags) replays the original: the table says whether it reproduced the
    original's update K to the last digit, the check that the branches compare what they claim to.
