@@ -141,8 +141,9 @@ def summarize(
 
 def print_table(res: dict[str, Any]) -> None:
     k, after = res["update"], res["after"]
-    print(f"\nupdate {k} of {res['run']} replayed; rollouts of iterations {k + 1}..{k + after}, "
-          f"eval at iteration {k + after} (95 % Wilson)")  # fmt: skip
+    after_text = f"rollouts of iterations {k + 1}..{k + after}, " if after else ""
+    print(f"\nupdate {k} of {res['run']} replayed; {after_text}eval at iteration {k + after} "
+          "(95 % Wilson)")  # fmt: skip
     orig = res["original_update"]
     print(f"  original: grad norm {orig.get('train/grad_norm', float('nan')):.4g}, approx_kl "
           f"{orig.get('train/approx_kl', float('nan')):.3g}")  # fmt: skip
