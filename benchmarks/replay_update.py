@@ -97,8 +97,7 @@ def variant_commands(
         if run.exists():
             shutil.rmtree(run)  # a half-run variant starts again from the prefix
         shutil.copytree(out / "prefix", run, ignore=shutil.ignore_patterns(".lock", "train.log"))
-        cfg = TrainConfig.load(run / "config.json").replace(out=str(run))
-        cfg.save(run / "config.json")
+        # --out overrides the copied config's out (the prefix's) when the branch resumes
         argv = ["--out", str(run), "--resume", "--iterations", str(last), *flags]
         todo.append((run, [*TRAIN, *argv]))
     return todo

@@ -93,15 +93,16 @@ def test_skip_saturated_takes_no_step_without_a_policy_gradient(tmp_path):
     # the random model never writes a valid Sokoban action: every group ties, every advantage
     # is 0; by default the entropy bonus still moves the weights, with --skip-saturated nothing does
     kw = dict(env="seed_gym/Sokoban-v0", ent_coef=0.01, eval_splits=("seen",), iterations=1)
+    skipped_cfg = _cfg(tmp_path, "skipped", skip_saturated=True, **kw)
     stepped = train(_cfg(tmp_path, "stepped", **kw))
-    skipped = train(_cfg(tmp_path, "skipped", skip_saturated=True, **kw))
+    skipped = train(skipped_cfg)
     assert stepped["train/adv_abs_mean"] == skipped["train/adv_abs_mean"] == 0.0
     assert stepped["train/optimizer_steps"] >= 1 and "train/skipped_saturated" not in stepped
     assert skipped["train/optimizer_steps"] == 0.0 and skipped["train/skipped_saturated"] == 1.0
     a, b = checkpoint_params(tmp_path / "stepped"), checkpoint_params(tmp_path / "skipped")
     from seed_gym.trainer.backends.models import load_policy
 
-    init = load_policy("tiny", seed=0).model.state_dict()
+    init = load_policy("tiny", seed=skipped_cfg.seed).model.state_dict()
     assert all(torch.equal(init[k], b[k]) for k in b)  # not a weight moved
     assert any(not torch.equal(init[k], a[k]) for k in a)
     # an iteration with a signal steps as usual, and says it did not skip
