@@ -56,6 +56,11 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     # the reference's KL (0.01), the smollm2-cpu preset's before 0.4.0
     "grpo-kl01": ("grpo", ["--kl-coef", "0.01"]),
     "seed-kl01": ("seed", ["--kl-coef", "0.01"]),
+    # no optimizer step in an iteration whose groups all saturated: AdamW's momentum alone moved
+    # the policy there (docs/benchmarks.md, "The momentum is the cause"). Differs from the
+    # kl001 pair only from a run's first saturated update on
+    "grpo-skipsat": ("grpo", ["--kl-coef", "0.001", "--skip-saturated"]),
+    "seed-skipsat": ("seed", ["--kl-coef", "0.001", "--skip-saturated"]),
 }
 
 

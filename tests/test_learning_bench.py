@@ -148,6 +148,10 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
             variant = bench.run_config(bench.CONFIGS["cpu-long-opd"], name, 0, [])
             assert (variant.algo, variant.optim.kl_coef) == (algo, kl)
             assert variant.replace(optim=opd.optim, algo="seed") == opd
+        skip = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-skipsat", 0, [])
+        kl001 = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-kl001", 0, [])
+        assert skip.optim.skip_saturated and not kl001.optim.skip_saturated
+        assert skip.replace(optim=kl001.optim) == kl001
 
 
 def test_first_reach_and_steps_to_the_baselines_final():
