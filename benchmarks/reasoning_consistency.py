@@ -112,12 +112,26 @@ def table(results: dict[str, dict[int, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def run_labels(runs: list[Path]) -> list[str]:
+    """Each run's folder name, with as many parent folders as it takes to tell the runs apart
+    (``replay-s4/skip-sat`` and ``replay-s0/skip-sat``, not two rows named ``skip-sat``)."""
+    parts = [run.resolve().parts for run in runs]
+    depth = 1
+    while depth < max(len(p) for p in parts):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+        depth += 1
+    return [str(run) for run in runs]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="training run folders (trajectories/)")
     p.add_argument("--json", type=Path, default=None, help="also write the counts here")
     args = p.parse_args(argv)
-    results = {run.name: run_consistency(run) for run in args.runs}
+    runs = list(dict.fromkeys(run.resolve() for run in args.runs))  # one row per folder
+    results = {name: run_consistency(run) for name, run in zip(run_labels(runs), runs, strict=True)}
     empty = [name for name, per in results.items() if not per]
     if len(empty) == len(results):
         raise SystemExit("no trajectories/iter_*.jsonl in any of the runs given")

@@ -66,3 +66,16 @@ def test_cli_writes_json_and_refuses_runs_without_trajectories(tmp_path, capsys)
     assert json.loads((tmp_path / "c.json").read_text())["grpo-s1"]["1"]["decisions"] == 1
     with pytest.raises(SystemExit, match="no trajectories"):
         rc.main([str(tmp_path / "empty")])
+
+
+def test_runs_with_the_same_folder_name_keep_a_row_each(tmp_path, capsys):
+    for parent, action in (("replay-a", "10"), ("replay-b", "2")):
+        write(
+            tmp_path / parent / "skip",
+            1,
+            [[step("", "The formula is empty. I append 10.", action)]],
+        )
+    rc.main([str(tmp_path / "replay-a" / "skip"), str(tmp_path / "replay-b" / "skip")])
+    out = capsys.readouterr().out
+    assert "| replay-a/skip | 0 % / 0 % |" in out and "| replay-b/skip | 100 % / 0 % |" in out
+    assert rc.run_labels([tmp_path / "x" / "run", tmp_path / "y" / "other"]) == ["run", "other"]
