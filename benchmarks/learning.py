@@ -61,6 +61,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     # kl001 pair only from a run's first saturated update on
     "grpo-skipsat": ("grpo", ["--kl-coef", "0.001", "--skip-saturated"]),
     "seed-skipsat": ("seed", ["--kl-coef", "0.001", "--skip-saturated"]),
+    # and an early stop within an update once a mini-batch's KL to the sampling policy passes 0.02:
+    # the replayed seed 4 fell in its next, unsaturated update without it (same section)
+    "grpo-skiptkl": ("grpo", ["--kl-coef", "0.001", "--skip-saturated", "--target-kl", "0.02"]),
+    "seed-skiptkl": ("seed", ["--kl-coef", "0.001", "--skip-saturated", "--target-kl", "0.02"]),
 }
 
 

@@ -152,6 +152,9 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
         kl001 = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-kl001", 0, [])
         assert skip.optim.skip_saturated and not kl001.optim.skip_saturated
         assert skip.replace(optim=kl001.optim) == kl001
+        both = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-skiptkl", 0, [])
+        assert (both.optim.skip_saturated, both.optim.target_kl) == (True, 0.02)
+        assert both.replace(optim=kl001.optim) == kl001
 
 
 def test_first_reach_and_steps_to_the_baselines_final():
