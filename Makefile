@@ -24,7 +24,9 @@ demo: setup
 	@echo "report: $(DEMO_OUT)/report.html (curves, skills, every episode); table: $(DEMO_OUT)/report.csv"
 
 test: setup
-	$(BIN)/python -m pytest -q tests
+# -ra lists every skip, failure and error with its reason at the end; --maxfail stops a run that a
+# broken machine (full disk, no memory) fails everywhere, with the first tracebacks printed.
+	$(BIN)/python -m pytest -q -ra --maxfail=20 tests
 
 bench: setup
 	$(BIN)/python -m pytest benchmarks/bench_envs.py --benchmark-enable -q
