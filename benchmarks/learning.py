@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from seed_gym.evaluate import machine_info
 from seed_gym.report import SPLITS, aggregate, curve_points, load_run, svg_chart, write_report
 from seed_gym.stats import bootstrap_ci, paired_difference
 
@@ -698,6 +699,8 @@ def main(argv: list[str] | None = None) -> int:
     res = analyze(out, algos, seeds)
     res["config"] = config
     res["wall_seconds"] = times
+    if not args.analyze_only:  # where the runs trained; a re-analysis elsewhere says nothing
+        res["machine"] = machine_info()
     (out / "learning.json").write_text(json.dumps(res, indent=2) + "\n")
     env = run_config(config, algos[0], seeds[0], args.train_arg).env
     res["env"] = env

@@ -306,6 +306,27 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def machine_info() -> dict[str, Any]:
+    """The machine results were measured on: CPU model, torch's CPU kernel level and cores. The
+    same model name ("AMD EPYC") runs AVX2 kernels on one machine and AVX-512 on another, and
+    sampled runs differ between them from the first iteration (docs/benchmarks.md)."""
+    import os
+    import platform
+
+    cpu = ""
+    if Path("/proc/cpuinfo").exists():
+        names = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln]
+        cpu = names[0].split(":", 1)[1].strip() if names else ""
+    try:
+        import torch
+
+        kernels = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        kernels = None
+    return {"cpu": cpu or platform.processor(), "kernels": kernels, "cores": os.cpu_count(),
+            "arch": platform.machine()}  # fmt: skip
+
+
 # --- resumable episode log ---------------------------------------------------------------------
 def _read_valid_jsonl(path: Path, valid: Any = None) -> list[dict[str, Any]]:
     """The complete JSON lines of ``path`` that ``valid`` accepts: a line cut short by a killed
@@ -665,6 +686,7 @@ def evaluate(
             "max_steps": max_steps,
             "seed_gym_version": seed_gym.__version__,
             "versions": package_versions(),
+            "machine": machine_info(),
             "config": config,
             "resumed_episodes": len(done),
             **summarize(records, n_boot=n_boot, ci_seed=seed),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ transformers = pytest.importorskip("transformers")
 
 from conftest import deterministic_metrics, run_metrics  # noqa: E402
 
+from seed_gym.evaluate import machine_info  # noqa: E402
 from seed_gym.trainer.config import TrainConfig, tiny  # noqa: E402
 from seed_gym.trainer.train import train  # noqa: E402
 
@@ -44,12 +44,9 @@ ALGOS = {
 
 
 def machine() -> dict[str, str]:
-    cpu = ""
-    if Path("/proc/cpuinfo").exists():
-        names = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln]
-        cpu = names[0].split(":", 1)[1].strip() if names else ""
-    return {"cpu": cpu or platform.processor(), "kernels": torch.backends.cpu.get_cpu_capability(),
-            "torch": torch.__version__, "transformers": transformers.__version__}  # fmt: skip
+    info = machine_info()
+    return {"cpu": info["cpu"], "kernels": info["kernels"], "torch": torch.__version__,
+            "transformers": transformers.__version__}  # fmt: skip
 
 
 def run(tmp_path: Path, name: str, monkeypatch) -> list[dict]:

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import torch
 from conftest import GUESS_ID, ROOT, import_example
 
 import seed_gym
@@ -86,6 +87,8 @@ def test_model_path_matches_in_memory_model_and_records_its_hash(tmp_path, tiny_
     assert disk["policy_info"]["temperature"] == 1.0
     # provenance
     assert disk["versions"]["numpy"] and disk["versions"]["torch"] and disk["versions"]["python"]
+    assert disk["machine"]["kernels"] == torch.backends.cpu.get_cpu_capability()
+    assert disk["machine"]["cores"] >= 1 and disk["machine"]["cpu"]
     manifest = seed_gym.split_manifest(EZ, "seen")
     assert disk["manifest"]["sha256"] == manifest.hash == disk["manifest_sha256"]
     assert disk["config"]["policy_options"]["max_new_tokens"] == 12

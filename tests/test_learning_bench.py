@@ -8,6 +8,7 @@ import json
 import sys
 
 import pytest
+import torch
 from conftest import ROOT
 
 pytest.importorskip("transformers")
@@ -32,6 +33,8 @@ def test_learning_benchmark_smoke(tmp_path, capsys, monkeypatch):
     res = json.loads((tmp_path / "learning.json").read_text())
     assert res["algos"] == [baseline, other] and res["seeds"] == [0, 1]
     assert res["config"]["iterations"] == 2 and res["config"]["preset"] == "tiny"
+    # where the runs trained: the same CPU model runs other kernels on another machine
+    assert res["machine"]["kernels"] == torch.backends.cpu.get_cpu_capability()
     for seed in (0, 1):
         metrics = (tmp_path / "runs" / f"grpo-s{seed}" / "metrics.jsonl").read_text().splitlines()
         assert [json.loads(m)["iteration"] for m in metrics] == [0, 1, 2]
