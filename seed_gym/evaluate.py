@@ -54,6 +54,7 @@ from seed_gym import stats
 from seed_gym.folder_lock import FolderLockedError, folder_lock, out_problem
 from seed_gym.jsonl import json_line, read_jsonl
 from seed_gym.policies import Policy, PolicyError, accepts_images, as_policy, openai_url_problem
+from seed_gym.provenance import machine_info, package_versions
 from seed_gym.registration import env_class, split_manifest
 from seed_gym.seeding import SEED_MAX
 from seed_gym.trajlog import TRAJ_DIR, append_trajectory, step_record, trajectory_record
@@ -277,56 +278,6 @@ def task_count(env_id: str, split: str, episodes: int | None, **env_kwargs: Any)
 
 
 # --- provenance ------------------------------------------------------------------------------------
-VERSION_PACKAGES = (
-    "seed-gym",
-    "numpy",
-    "gymnasium",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "pillow",
-    "alfworld",
-    "textworld",
-    "bm25s",
-    "faiss-cpu",
-)
-
-
-def package_versions() -> dict[str, str]:
-    """Python and the installed versions of the packages results depend on."""
-    import platform
-    from importlib import metadata
-
-    out = {"python": platform.python_version()}
-    for name in VERSION_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def machine_info() -> dict[str, Any]:
-    """The machine results were measured on: CPU model, torch's CPU kernel level and cores. The
-    same model name ("AMD EPYC") runs AVX2 kernels on one machine and AVX-512 on another, and
-    sampled runs differ between them from the first iteration (docs/benchmarks.md)."""
-    import os
-    import platform
-
-    cpu = ""
-    if Path("/proc/cpuinfo").exists():
-        names = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in ln]
-        cpu = names[0].split(":", 1)[1].strip() if names else ""
-    try:
-        import torch
-
-        kernels = torch.backends.cpu.get_cpu_capability()
-    except ImportError:
-        kernels = None
-    return {"cpu": cpu or platform.processor(), "kernels": kernels, "cores": os.cpu_count(),
-            "arch": platform.machine()}  # fmt: skip
-
-
 # --- resumable episode log ---------------------------------------------------------------------
 def _read_valid_jsonl(path: Path, valid: Any = None) -> list[dict[str, Any]]:
     """The complete JSON lines of ``path`` that ``valid`` accepts: a line cut short by a killed

@@ -42,6 +42,9 @@ ADDED_SINCE = {
     "wandb": False,
     # 0.4.0: no step in an update without a policy-gradient signal (off: the reference steps)
     "skip_saturated": False,
+    # 0.4.0: a line search on the whole update against its KL to the sampling policy
+    "max_update_kl": None,
+    "update_backtracks": 3,
 }
 
 

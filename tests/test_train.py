@@ -128,6 +128,66 @@ def test_target_kl_stops_the_update_early(tmp_path):
         _cfg(tmp_path, "bad", target_kl=0.0)
 
 
+def test_max_update_kl_keeps_halves_or_undoes_the_update(tmp_path):
+    # one iteration at a large lr moves the policy far from pi_old on its own samples
+    from seed_gym.trainer.backends.models import load_policy
+
+    kw = dict(env="seed_gym/EZPoints-v0", modality="text", iterations=1, mini_batches=2,
+              lr=0.05, eval_splits=("seen",), group_size=4)  # fmt: skip
+    full = train(_cfg(tmp_path, "full", **kw))
+    measured = train(_cfg(tmp_path, "measured", max_update_kl=float("inf"), **kw))
+    init = load_policy("tiny", seed=tiny().seed).model.state_dict()
+    start, end = init, checkpoint_params(tmp_path / "full")
+    # within the limit: the update as it was, and its KL measured
+    assert "train/update_kl" not in full
+    assert measured["train/update_scale"] == 1.0 and measured["train/update_kl"] > 0.01
+    assert measured["train/update_kl_kept"] == measured["train/update_kl"]
+    kept = checkpoint_params(tmp_path / "measured")
+    assert all(torch.equal(kept[k], end[k]) for k in end)
+    # just below the whole update's KL: half the weight change is kept, and its KL is in the limit
+    limit = 0.9 * measured["train/update_kl"]
+    half = train(_cfg(tmp_path, "half", max_update_kl=limit, **kw))
+    assert half["train/update_kl"] == measured["train/update_kl"]
+    assert half["train/update_scale"] == 0.5 and half["train/update_kl_kept"] <= limit
+    halved = checkpoint_params(tmp_path / "half")
+    for k in end:
+        if end[k].is_floating_point():
+            torch.testing.assert_close(halved[k], start[k] + 0.5 * (end[k] - start[k]))
+    # no fraction within the limit: the weights are the ones the update started from
+    none = train(_cfg(tmp_path, "none", max_update_kl=1e-12, update_backtracks=2, **kw))
+    assert none["train/update_scale"] == 0.0 and none["train/update_kl_kept"] == 0.0
+    undone = checkpoint_params(tmp_path / "none")
+    assert all(torch.equal(undone[k], start[k]) for k in start)
+    with pytest.raises(ValueError, match="--max-update-kl"):
+        _cfg(tmp_path, "bad", max_update_kl=0.0)
+    with pytest.raises(ValueError, match="--update-backtracks"):
+        _cfg(tmp_path, "bad", update_backtracks=-1)
+
+
+def test_update_kl_of_an_unchanged_policy_is_its_sampling_mismatch_only(tmp_path):
+    # lr 0: the weights do not move, so the KL to pi_old on its own samples is what the
+    # trainer's forward and the sampler's logprobs differ by: ~0
+    m = train(_cfg(tmp_path, "still", env="seed_gym/EZPoints-v0", modality="text", iterations=1,
+                   lr=0.0, eval_splits=("seen",), group_size=4, max_update_kl=1.0))  # fmt: skip
+    assert m["train/update_scale"] == 1.0 and 0.0 <= m["train/update_kl"] < 1e-3
+
+
+def test_backtrack_halves_the_change_until_the_measure_is_within_the_limit():
+    from seed_gym.trainer.line_search import backtrack
+
+    before = [torch.zeros(2)]
+    params = [torch.tensor([4.0, 0.0])]
+    sq = lambda: float(params[0].pow(2).sum())  # noqa: E731  (16, then 4, 1, 0.25 per halving)
+    out = backtrack(params, before, sq, limit=1.0, tries=3)
+    assert out == {"train/update_kl": 16.0, "train/update_scale": 0.25, "train/update_kl_kept": 1.0}
+    assert params[0].tolist() == [1.0, 0.0]
+    params = [torch.tensor([4.0, 0.0])]
+    out = backtrack(params, before, sq, limit=1.0, tries=1)  # 16 -> 4: still above, undone
+    assert out["train/update_scale"] == 0.0 and params[0].tolist() == [0.0, 0.0]
+    params = [torch.tensor([4.0, 0.0])]
+    assert backtrack(params, before, sq, limit=20.0, tries=0)["train/update_scale"] == 1.0
+
+
 def test_grpo_signal_and_exact_resume(tmp_path):
     kw = dict(
         env=ECHO_ID,
@@ -155,6 +215,13 @@ def test_grpo_signal_and_exact_resume(tmp_path):
     ma, mb = run_metrics(tmp_path / "full"), run_metrics(tmp_path / "split")
     assert [m["iteration"] for m in mb] == [1, 2, 3]
     assert [deterministic_metrics(m) for m in ma] == [deterministic_metrics(m) for m in mb]
+    # the run says where and with what each of its two starts ran
+    starts = [json.loads(line) for line in (tmp_path / "split" / "provenance.jsonl").open()]
+    assert [s["iteration"] for s in starts] == [0, 1]
+    for s in starts:
+        assert s["torch_threads"] == torch.get_num_threads() and s["world_size"] == 1
+        assert s["versions"]["torch"] == torch.__version__
+        assert s["machine"]["kernels"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_resume_trains_with_the_flags_it_is_given_not_the_saved_ones(tmp_path):

@@ -191,6 +191,13 @@ class OptimConfig:
     target_kl: float | None = None
     """stop an iteration's update early (as CleanRL's and SB3's ``target_kl``) once a mini-batch's
     approx. KL to the sampling policy exceeds this, before its step; None: every step is taken"""
+    max_update_kl: float | None = None
+    """after an iteration's update, its token-mean approx. KL to the sampling policy on the
+    iteration's own samples; above this the update's weight change is halved (up to
+    ``update_backtracks`` times), then undone: a line search, as TRPO's (``trainer/line_search``).
+    seed-gym's option; None (the reference's): the update is kept whatever it did"""
+    update_backtracks: int = 3
+    """halvings of the update ``--max-update-kl`` tries before it undoes the update"""
     recompute_old_logprobs: bool = False
     """score old logprobs with the trainer before the update instead of using the engine's"""
     skip_saturated: bool = False
@@ -210,6 +217,8 @@ class OptimConfig:
         _finite_at_least_zero(self, "clip_high", "lr", "weight_decay", "kl_coef", "ent_coef")
         _need(self, "dual_clip", lambda v: v > 1.0, "> 1", optional=True)
         _need(self, "target_kl", lambda v: v > 0, "> 0", optional=True)
+        _need(self, "max_update_kl", lambda v: v > 0, "> 0", optional=True)
+        _need(self, "update_backtracks", lambda v: v >= 0, ">= 0")
         _need(
             self,
             "adam_betas",

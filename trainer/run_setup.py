@@ -23,6 +23,8 @@ import torch
 
 from seed_gym.core import SeedEnv
 from seed_gym.folder_lock import folder_lock, out_problem
+from seed_gym.jsonl import json_line
+from seed_gym.provenance import provenance_record
 from seed_gym.registration import env_args_problem, env_class, import_env_modules
 from seed_gym.trainer.algorithms import Algorithm, make_algorithm
 from seed_gym.trainer.algorithms.seed.annotators import StaticSkillAnnotator
@@ -57,6 +59,9 @@ from seed_gym.trainer.run_state import (
 )
 from seed_gym.trainer.update import reference_logprobs
 from seed_gym.trainer.warmup import warmup_for_config
+
+# one line per start or resume of a run: versions, machine, threads (seed_gym.provenance)
+PROVENANCE = "provenance.jsonl"
 
 
 @dataclass
@@ -309,6 +314,10 @@ def start_run(cfg: TrainConfig) -> Run:
         truncate_metrics(run_dir / "metrics.jsonl", -1)
     if dist.is_main:  # rank 0 alone writes the run directory
         cfg.replace(resume=False).save(run_dir / "config.json")
+        record = provenance_record(iteration=run.start_iteration, torch_threads=torch.get_num_threads(),
+                                   world_size=dist.world_size, device=str(device))  # fmt: skip
+        with open(run_dir / PROVENANCE, "a", encoding="utf-8") as f:
+            f.write(json_line(record))
     return run
 
 

@@ -13,6 +13,7 @@ warm-up (``warmup.py``), then the algorithm's own start (SEED: Stage 1, cached).
 
 Everything the run writes lives in RUN_DIR:
     config.json          the full config (``--resume`` starts from it)
+    provenance.jsonl     one line per start or resume: time, package versions, machine, threads
     metrics.jsonl        one JSON line per iteration (and per eval)
     tb/                  TensorBoard events
     checkpoint.pt        model, optimizer, RNG states, iteration, data position (exact resume)

@@ -9,6 +9,7 @@ the iteration's ``train/*`` and ``opd/*`` metrics.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ import torch
 from seed_gym.trainer.backends.image_inputs import image_inputs
 from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, prompt_order
 from seed_gym.trainer.backends.models import autocast
+from seed_gym.trainer.line_search import backtrack, update_kl
 from seed_gym.trainer.losses import (
     broadcast_to_tokens,
     entropy_bonus,
@@ -309,6 +311,9 @@ def run_update(
     probed: dict[str, float] = {}
     stopped = False  # --target-kl ended the iteration's update early
     prompts = [s.step.prompt_ids for s in samples]
+    # --max-update-kl: the weights before the update, to halve or undo it (line_search)
+    limit = cfg.optim.max_update_kl
+    before = [p.detach().clone() for p in params] if limit is not None else None
     model.train()
     for _epoch in range(cfg.optim.ppo_epochs):
         order = rng.permutation(len(samples))
@@ -365,6 +370,13 @@ def run_update(
     # the last step's gradients are spent: freed here, not at the next update's first step, they
     # stop holding a model's worth of fp32 (0.5 GiB for SmolLM2) through rollouts, analysis, evals
     optimizer.zero_grad(set_to_none=True)
+    searched: dict[str, float] = {}
+    if before is not None and steps:
+        measure = functools.partial(update_kl, model, samples, cfg=cfg, pad_id=pad_id,
+                                    processor=processor, device=device, dist=dist)  # fmt: skip
+        searched = backtrack(params, before, measure, limit=limit,
+                             tries=cfg.optim.update_backtracks)  # fmt: skip
+    del before
     # every rank's micro-batches; the step's statistics are the same on every rank
     stats = dist.gather_stats(stats, replicated=("grad_norm", "step_norm", "step_cosine"))
     metrics = _metrics(stats, max(1, steps), opd if teacher else None)
@@ -372,7 +384,7 @@ def run_update(
         metrics["train/early_stop"] = float(stopped)
     if cfg.optim.skip_saturated:
         metrics["train/skipped_saturated"] = 0.0
-    return {**metrics, **probed}
+    return {**metrics, **probed, **searched}
 
 
 def saturated(samples: Sequence[Sample], cfg: Any, *, teacher: bool) -> bool:
