@@ -67,10 +67,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "grpo-skiptkl": ("grpo", ["--kl-coef", "0.001", "--skip-saturated", "--target-kl", "0.02"]),
     "seed-skiptkl": ("seed", ["--kl-coef", "0.001", "--skip-saturated", "--target-kl", "0.02"]),
     # a line search on the whole update: halved, then undone, while its KL to the sampling policy
-    # on its own samples is above 0.05 (the early stop above reads the KL before each step and
+    # on its own samples is above 0.02 (the early stop above reads the KL before each step and
     # never saw the step that broke GRPO seed 1; docs/benchmarks.md, "The line search")
-    "grpo-linesearch": ("grpo", ["--kl-coef", "0.001", "--max-update-kl", "0.05"]),
-    "seed-linesearch": ("seed", ["--kl-coef", "0.001", "--max-update-kl", "0.05"]),
+    "grpo-linesearch": ("grpo", ["--kl-coef", "0.001", "--max-update-kl", "0.02"]),
+    "seed-linesearch": ("seed", ["--kl-coef", "0.001", "--max-update-kl", "0.02"]),
 }
 
 

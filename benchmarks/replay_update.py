@@ -47,7 +47,8 @@ from seed_gym.trainer.run_state import metric_lines  # noqa: E402
 
 TRAIN = [sys.executable, "-m", "seed_gym.cli", "train"]
 # update K's metrics shown per variant, and compared with the original's for ``base``
-UPDATE_KEYS = ("train/grad_norm", "train/approx_kl", "train/kl_ref", "train/loss", "opd/grad_ratio")
+UPDATE_KEYS = ("train/grad_norm", "train/approx_kl", "train/kl_ref", "train/loss", "opd/grad_ratio",
+               "train/update_kl", "train/update_scale", "train/update_kl_kept")  # fmt: skip
 # keys that decide whether the base replay is the original update (same samples, same result)
 SAME_KEYS = ("rollout/success", "train/samples", "train/grad_norm", "train/approx_kl", "train/loss")
 
@@ -138,6 +139,18 @@ def summarize(
     }
 
 
+def kept_cell(update: dict[str, Any]) -> str:
+    """What ``--max-update-kl``'s line search kept of the update: "1/8 (0.0068)" (the fraction
+    and its KL to the sampling policy), "undone (0.0836)" (the whole update's KL), "-" without."""
+    scale = update.get("train/update_scale")
+    if scale is None:
+        return "-"
+    if scale == 0:
+        return f"undone ({update['train/update_kl']:.3g})"
+    frac = "all" if scale == 1 else f"1/{round(1 / scale)}"
+    return f"{frac} ({update['train/update_kl_kept']:.3g})"
+
+
 def print_table(res: dict[str, Any]) -> None:
     k, after = res["update"], res["after"]
     after_text = f"rollouts of iterations {k + 1}..{k + after}, " if after else ""
@@ -146,8 +159,9 @@ def print_table(res: dict[str, Any]) -> None:
     orig = res["original_update"]
     print(f"  original: grad norm {orig.get('train/grad_norm', float('nan')):.4g}, approx_kl "
           f"{orig.get('train/approx_kl', float('nan')):.3g}")  # fmt: skip
-    print("| variant | flags | grad norm | approx_kl | kl_ref | rollouts after | seen | unseen |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| variant | flags | grad norm | approx_kl | kl_ref | kept (its KL) | rollouts after | seen "
+          "| unseen |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, r in res["variants"].items():
         u = r["update"]
         cells = [
@@ -156,6 +170,7 @@ def print_table(res: dict[str, Any]) -> None:
             " ".join(r["flags"]) or "-",
             *(f"{u[key]:.4g}" if u.get(key) is not None else "-"
               for key in ("train/grad_norm", "train/approx_kl", "train/kl_ref")),
+            kept_cell(u),
             " ".join(f"{x:.2f}" if x is not None else "-" for x in r["rollout_after"]) or "-",
         ]  # fmt: skip
         for split in ("seen", "unseen"):

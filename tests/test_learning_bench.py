@@ -159,7 +159,7 @@ def test_every_config_parses_and_the_earlier_cpu_configs_differ_only_where_docum
         assert (both.optim.skip_saturated, both.optim.target_kl) == (True, 0.02)
         assert both.replace(optim=kl001.optim) == kl001
         search = bench.run_config(bench.CONFIGS["cpu-long-opd"], f"{algo}-linesearch", 0, [])
-        assert search.optim.max_update_kl == 0.05 and kl001.optim.max_update_kl is None
+        assert search.optim.max_update_kl == 0.02 and kl001.optim.max_update_kl is None
         assert search.replace(optim=kl001.optim) == kl001
 
 

@@ -46,7 +46,8 @@ def test_the_base_branch_is_the_original_update_and_a_variant_changes_it(
 ):
     out = tmp_path / "replay"
     argv = [str(original), "--update", "2", "--variant", "base=", "--variant",
-            "no-opd=--opd-coef 0", "--after", "1", "--jobs", "2", "--out", str(out)]  # fmt: skip
+            "no-opd=--opd-coef 0", "--variant", "undone=--max-update-kl 1e-12", "--after", "1",
+            "--jobs", "2", "--out", str(out)]  # fmt: skip
     assert replay.main(argv) == 0
     lines = replay.iteration_lines(original)
     # the prefix is the original's first iteration, bit for bit
@@ -66,8 +67,15 @@ def test_the_base_branch_is_the_original_update_and_a_variant_changes_it(
         assert len(row["rollout_after"]) == 1 and row["rollout_after"][0] is not None
         assert row["seen"]["n"] > 0 and 0.0 <= row["seen"]["ci95"][0] <= row["seen"]["ci95"][1]
         assert 3 in replay.iteration_lines(out / ("base" if row is base else "no-opd"))
+    # the line search's branch: the same steps, then every weight put back
+    undone = res["variants"]["undone"]["update"]
+    assert undone["train/grad_norm"] == base["update"]["train/grad_norm"]
+    assert undone["train/update_scale"] == 0.0 and "train/update_scale" not in base["update"]
     table = capsys.readouterr().out
     assert "base (= original)" in table and "--opd-coef 0" in table
+    assert f"undone ({undone['train/update_kl']:.3g})" in table
+    assert replay.kept_cell({"train/update_scale": 0.125, "train/update_kl": 0.08,
+                             "train/update_kl_kept": 0.0068}) == "1/8 (0.0068)"  # fmt: skip
     # rerun: everything is there, nothing trains again
     assert replay.main(argv) == 0
     assert "[run]" not in capsys.readouterr().out
