@@ -223,6 +223,33 @@ def test_fsdp_matches_one_process_shards_the_state_and_resumes_exactly(tmp_path)
     assert load_policy(str(tmp_path / "fsdp" / "model")).model.num_parameters() > 0
 
 
+def test_the_line_search_measures_and_halves_alike_in_one_process_and_two(tmp_path):
+    """``--max-update-kl``: the update's KL is summed over the ranks' samples (FSDP's ranks run the
+    same number of forwards), so data-parallel and FSDP runs measure what one process does, halve
+    by the same decisions and end with the same weights."""
+    kw = dict(iterations=2, lr=0.05, max_update_kl=float("inf"))
+    _launch(tmp_path, _config(tmp_path, "one", **kw), 1)
+    measured = [m["train/update_kl"] for m in run_metrics(tmp_path / "one")]
+    assert all(kl > 0 for kl in measured)
+    # a limit just below the first update's KL: halved at least once there, by every layout
+    kw["max_update_kl"] = 0.9 * measured[0]
+    _launch(tmp_path, _config(tmp_path, "one-ls", **kw), 1)
+    _launch(tmp_path, _config(tmp_path, "two-ls", dist_rollout="rank0", **kw), 2)
+    _launch(tmp_path, _config(tmp_path, "fsdp-ls", fsdp=True, save_hf=True, dist_rollout="rank0",
+                              **kw), 2)  # fmt: skip
+    one = run_metrics(tmp_path / "one-ls")
+    assert one[0]["train/update_scale"] < 1.0
+    for name in ("two-ls", "fsdp-ls"):
+        for a, b in zip(one, run_metrics(tmp_path / name), strict=True):
+            assert b["train/update_scale"] == a["train/update_scale"], name
+            for k in ("train/update_kl", "train/update_kl_kept"):
+                assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-7), (name, k)
+    p1 = torch.load(tmp_path / "one-ls" / "params_rank0.pt")
+    # lr 0.05 over two updates: the ranks' summation order shows in the fifth digit
+    for x, y in zip(p1, torch.load(tmp_path / "two-ls" / "params_rank1.pt"), strict=True):
+        torch.testing.assert_close(y, x, rtol=1e-4, atol=5e-5)
+
+
 def test_fsdp_shards_lora_adapters_like_one_process(tmp_path):
     """LoRA under FSDP2: the adapters (and the frozen base) are sharded; losses match one process
     and the exported adapter folder holds the same adapter weights."""

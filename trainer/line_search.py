@@ -66,8 +66,21 @@ def update_kl(
                 tokens += float(mask.sum())
     finally:
         model.train(was_training)
+        if cfg.system.fsdp:
+            reshard(model)
     tokens = dist.sum(tokens)
     return dist.sum(total) / tokens if tokens else 0.0
+
+
+def reshard(model: Any) -> None:
+    """Free FSDP2's gathered weights after a no-grad forward: its root module keeps them after a
+    forward (for the backward it expects), and a forward that reuses them would not see the
+    halved shards (``backtrack`` changes the shards in place)."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.reshard()
 
 
 def backtrack(
