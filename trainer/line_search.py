@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from seed_gym.trainer.backends.image_inputs import image_inputs
-from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, prompt_order
+from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, padded, prompt_order
 from seed_gym.trainer.backends.models import autocast
 from seed_gym.trainer.losses import kl_k3
 
@@ -58,9 +58,7 @@ def update_kl(
                     model, batch, temperature=cfg.rollout.temperature, **vision
                 )  # [n, L]
             mask = batch.response_mask  # [n, L]
-            old = torch.zeros_like(mask)  # [n, L]
-            for r, s in enumerate(rows):
-                old[r, : len(s.old_logprobs)] = torch.tensor(list(s.old_logprobs))
+            old, _ = padded([s.old_logprobs for s in rows], mask)  # [n, L]
             if not dummy:
                 total += float((kl_k3(old, logprobs.float()) * mask).sum())
                 tokens += float(mask.sum())

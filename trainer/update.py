@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from seed_gym.trainer.backends.image_inputs import image_inputs
-from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, prompt_order
+from seed_gym.trainer.backends.logprobs import pack, packed_logprobs, padded, prompt_order
 from seed_gym.trainer.backends.models import autocast
 from seed_gym.trainer.line_search import backtrack, update_kl
 from seed_gym.trainer.losses import (
@@ -204,17 +204,6 @@ def n_mini_batches(n_samples: int, cfg: Any) -> int:
     if cfg.optim.mini_batches is not None:
         return cfg.optim.mini_batches
     return max(1, -(-n_samples // cfg.optim.mini_batch_size))
-
-
-def padded(rows: Sequence[Sequence[float] | None], like: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Per-row values right-padded into ``like``'s shape [n, L], and the mask of the rows that
-    have values (all-zero rows for None)."""
-    values, mask = torch.zeros_like(like), torch.zeros_like(like)  # [n, L], [n, L]
-    for row, v in enumerate(rows):
-        if v:
-            values[row, : len(v)] = torch.tensor(list(v))
-            mask[row, : len(v)] = 1.0
-    return values, mask
 
 
 def micro_batch_loss(

@@ -307,3 +307,14 @@ def response_logprobs(
     finally:
         model.train(was_training)
     return out_lp, (out_ent if with_entropy else None)  # type: ignore[return-value]
+
+
+def padded(rows: Sequence[Sequence[float] | None], like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per-row values right-padded into ``like``'s shape [n, L], and the mask of the rows that
+    have values (all-zero rows for None)."""
+    values, mask = torch.zeros_like(like), torch.zeros_like(like)  # [n, L], [n, L]
+    for row, v in enumerate(rows):
+        if v:
+            values[row, : len(v)] = torch.tensor(list(v))
+            mask[row, : len(v)] = 1.0
+    return values, mask
