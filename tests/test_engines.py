@@ -350,3 +350,57 @@ def test_past_must_match_the_prompts(policy):
         [[5, 6, 7]], max_new_tokens=2, temperature=0.0, past=[head[0].prompt_kv]
     )
     assert again[0].ids == head[0].ids
+
+
+def test_growing_kv_cache_holds_what_concatenation_holds():
+    from transformers.cache_utils import DynamicLayer
+
+    from seed_gym.trainer.backends.kv_cache import GrowingLayer
+
+    gen = torch.Generator().manual_seed(0)
+    grow, cat = GrowingLayer(reserve=3), DynamicLayer()
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    def both(fn):
+        for layer in (grow, cat):
+            fn(layer)
+        torch.testing.assert_close(grow.keys, cat.keys, rtol=0, atol=0)
+        torch.testing.assert_close(grow.values, cat.values, rtol=0, atol=0)
+        assert grow.get_seq_length() == cat.get_seq_length()
+
+    for n_new in (2, 1, 1, 4):  # past the reserve of 3 the buffer doubles: 3 -> 6 -> 12
+        k, v = randn(1, 2, n_new, 4), randn(1, 2, n_new, 4)
+        both(lambda layer, k=k, v=v: layer.update(k, v))
+    assert grow.key_buf.shape[-2] == 12 and grow.get_seq_length() == 8
+    both(lambda layer: layer.batch_repeat_interleave(3))
+    both(lambda layer: layer.batch_select_indices(torch.tensor([2, 0])))
+    both(lambda layer: layer.crop(-2))
+    k, v = randn(2, 2, 1, 4), randn(2, 2, 1, 4)
+    both(lambda layer: layer.update(k, v))  # writes over the cropped positions
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_growing_kv_cache_samples_what_hugging_face_s_cache_samples(
+    policy, monkeypatch, shared
+):
+    from seed_gym.trainer.backends import engines
+
+    engine = HFEngine(policy.model, policy.tokenizer)
+    head = "Your task is to: push the box. " * (6 if shared else 0)
+    chats = [[{"role": "user", "content": head + "go " * k}] for k in range(1, 5)]
+    # sampled at T = 1 with a stop string, so rows end at different steps and leave the batch;
+    # the second call extends the first's cached prompts past the room reserved for them
+    kwargs = dict(max_new_tokens=12, temperature=1.0, seed=5, stop=["e"], keep_prompt_kv=True)
+
+    def run():
+        first = engine.generate(chats, **kwargs)
+        more = [g.prompt_ids + g.ids + [7] * 30 for g in first]
+        again = engine.generate(more, max_new_tokens=8, seed=6, past=[g.prompt_kv for g in first])
+        return [(g.ids, g.logprobs) for g in first + again]
+
+    grown = run()
+    monkeypatch.setattr(engines, "growing_cache", lambda model, reserve: None)  # the model's own
+    assert run() == grown  # the same tokens and the same logprobs, to the last bit
+    assert {len(ids) for ids, _ in grown[:4]} != {12}  # some rows stopped early

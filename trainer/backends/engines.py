@@ -27,6 +27,7 @@ import torch
 
 from seed_gym.trainer.backends.distributed import full_state_dict
 from seed_gym.trainer.backends.image_inputs import encode_image_prompt, image_inputs
+from seed_gym.trainer.backends.kv_cache import growing_cache
 from seed_gym.trainer.backends.logprobs import (
     MIN_SHARED_PREFIX,
     cache_field,
@@ -502,8 +503,11 @@ class HFEngine:
         model.eval()
         try:
             with autocast(self.autocast_bf16, device.type):
+                if cache is None:  # room for the prompts and every new token, written in place
+                    reserve = attention.shape[-1] + max_new_tokens  # C + P + new
+                    cache = growing_cache(model, reserve)
                 if prefix is not None:
-                    cache = prefix_cache(model, prefix, n)
+                    cache = prefix_cache(model, prefix, n, cache)
                 step_ids, step_mask, step_pos = input_ids, attention, positions
                 for t in range(max_new_tokens):
                     kwargs = {self._cache_field: cache} if cache is not None else {}

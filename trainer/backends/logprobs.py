@@ -152,10 +152,13 @@ def cache_field() -> str:
     return "cache" if "cache" in names else "past_key_values"
 
 
-def prefix_cache(model: torch.nn.Module, prefix_ids: torch.Tensor, rows: int) -> Any:
+def prefix_cache(
+    model: torch.nn.Module, prefix_ids: torch.Tensor, rows: int, cache: Any = None
+) -> Any:
     """The KV cache of ``prefix_ids`` [C] computed once and repeated for ``rows`` rows (keeps the
-    graph when grad is on)."""
-    out = model(input_ids=prefix_ids.unsqueeze(0), use_cache=True, logits_to_keep=1)
+    graph when grad is on); ``cache``: an empty cache object to fill (else the model's own)."""
+    given = {} if cache is None else {cache_field(): cache}
+    out = model(input_ids=prefix_ids.unsqueeze(0), use_cache=True, logits_to_keep=1, **given)
     cache = getattr(out, cache_field())
     cache.batch_repeat_interleave(rows)
     return cache
