@@ -9,7 +9,8 @@ The prompts have the trainer's shape on EZPoints: a shared prefix (an env's inst
 once) and each row's own tokens, random ids from a fixed seed; every row samples ``--new-tokens``
 tokens at temperature 1 (no stop string, so every repeat decodes the same count). The two caches
 alternate within each repeat, and the script checks that they sampled the same ids with the same
-logprobs. Printed: median seconds and tokens/s of each, and their ratio. bf16 autocast where the
+logprobs. Printed: median seconds of each, its prefill (the same call for one token), tokens/s
+overall and while decoding, and the decoding ratio. bf16 autocast where the
 CPU has native bf16 (as the ``smollm2-cpu`` preset samples), else fp32; ``--bf16 on|off`` forces it.
 """
 
@@ -51,18 +52,22 @@ def main() -> None:
     growing = engines.growing_cache
     variants = {"concatenating (DynamicCache)": lambda model, reserve: None, "in place": growing}
 
-    def sample(seed: int):
-        return engine.generate(prompts, max_new_tokens=a.new_tokens, temperature=1.0, seed=seed)
+    def sample(seed: int, new_tokens: int):
+        return engine.generate(prompts, max_new_tokens=new_tokens, temperature=1.0, seed=seed)
 
-    sample(0)  # warm-up
+    sample(0, 4)  # warm-up
     times: dict[str, list[float]] = {name: [] for name in variants}
+    prefills: dict[str, list[float]] = {name: [] for name in variants}
     samples: dict[str, list] = {name: [] for name in variants}
     for rep in range(a.repeats):
         for name, make in variants.items():
             engines.growing_cache = make
             t0 = time.perf_counter()
-            gens = sample(rep + 1)
-            times[name].append(time.perf_counter() - t0)
+            gens = sample(rep + 1, a.new_tokens)
+            t1 = time.perf_counter()
+            sample(rep + 1, 1)  # the prefill and one token: the rest of the time is decoding
+            prefills[name].append(time.perf_counter() - t1)
+            times[name].append(t1 - t0)
             samples[name].append([(g.ids, g.logprobs) for g in gens])
     engines.growing_cache = growing
     tokens = sum(len(ids) for ids, _ in samples["in place"][0])
@@ -71,12 +76,17 @@ def main() -> None:
         f"{a.new_tokens} new, {a.threads} thread(s), {'bf16' if bf16 else 'fp32'}, "
         f"{a.repeats} repeats (medians)"
     )
-    med = {name: statistics.median(t) for name, t in times.items()}
-    for name, t in med.items():
-        spread = f"{min(times[name]):.2f}-{max(times[name]):.2f}"
-        print(f"  {name:30s} {t:7.2f} s ({spread})  {tokens / t:7.1f} tok/s")
-    base, new = med["concatenating (DynamicCache)"], med["in place"]
-    print(f"  in place / concatenating: {base / new:.2f}x tokens/s")
+    decode_tps = {}
+    for name in variants:
+        t, pre = statistics.median(times[name]), statistics.median(prefills[name])
+        decode_tps[name] = (tokens - a.batch) / max(t - pre, 1e-9)
+        print(
+            f"  {name:30s} {t:7.2f} s ({min(times[name]):.2f}-{max(times[name]):.2f}), "
+            f"prefill {pre:5.2f} s, {tokens / t:6.1f} tok/s overall, "
+            f"{decode_tps[name]:6.1f} tok/s decoding"
+        )
+    ratio = decode_tps["in place"] / decode_tps["concatenating (DynamicCache)"]
+    print(f"  in place / concatenating, decoding tokens/s: {ratio:.2f}x")
     same = samples["in place"] == samples["concatenating (DynamicCache)"]
     print(f"  same ids and logprobs: {same}")
     if not same:
