@@ -1,11 +1,11 @@
 """A KV cache for sampling that grows in place instead of by concatenation.
 
 Hugging Face's ``DynamicCache`` appends every decode step's keys and values with ``torch.cat``,
-which copies each layer's whole cache once per token: at batch 8 with ~400-token prompts that was
-24 % of SmolLM2-135M's decode time on one CPU thread (``torch.profiler``, docs/benchmarks.md). Here
-each layer keeps a buffer with room to spare and writes the new positions into it; the model reads
-the filled part as a view, so attention sees the same numbers (samples are unchanged: tested in
-``tests/test_engines.py``). The buffer doubles when a row outgrows it.
+which copies each layer's whole cache once per token. Here each layer keeps a buffer with room to
+spare and writes the new positions into it; the model reads the filled part as a view, so
+attention sees the same numbers (samples are unchanged: tested in ``tests/test_engines.py``). The
+buffer doubles when a row outgrows it. SmolLM2-135M, batch 8, ~355-token prompts, one CPU thread:
+1.04-1.07x decoding tokens/s (``benchmarks/bench_decode.py``, docs/benchmarks.md).
 
 For no-grad sampling only (``HFEngine``): writing into a buffer in place would break the autograd
 graph of a training forward, which keeps ``DynamicCache`` (``logprobs.prefix_cache``).
