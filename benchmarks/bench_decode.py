@@ -35,7 +35,7 @@ def main() -> None:
 
     import torch
 
-    from seed_gym.trainer.backends import engines
+    from seed_gym.trainer.backends.engines import HFEngine
     from seed_gym.trainer.backends.models import bf16_is_fast, load_policy
 
     torch.set_num_threads(a.threads)
@@ -48,28 +48,28 @@ def main() -> None:
         prefix + torch.randint(100, vocab, (a.own - 10 + i % 21,), generator=gen).tolist()
         for i in range(a.batch)
     ]
-    engine = engines.HFEngine(policy.model, policy.tokenizer, autocast_bf16=bf16)
-    growing = engines.growing_cache
-    variants = {"concatenating (DynamicCache)": lambda model, reserve: None, "in place": growing}
+    variants = {
+        name: HFEngine(policy.model, policy.tokenizer, autocast_bf16=bf16, kv_in_place=in_place)
+        for name, in_place in (("concatenating (DynamicCache)", False), ("in place", True))
+    }
 
-    def sample(seed: int, new_tokens: int):
+    def sample(engine: HFEngine, seed: int, new_tokens: int):
         return engine.generate(prompts, max_new_tokens=new_tokens, temperature=1.0, seed=seed)
 
-    sample(0, 4)  # warm-up
+    for engine in variants.values():
+        sample(engine, 0, 4)  # warm-up
     times: dict[str, list[float]] = {name: [] for name in variants}
     prefills: dict[str, list[float]] = {name: [] for name in variants}
     samples: dict[str, list] = {name: [] for name in variants}
     for rep in range(a.repeats):
-        for name, make in variants.items():
-            engines.growing_cache = make
+        for name, engine in variants.items():
             t0 = time.perf_counter()
-            gens = sample(rep + 1, a.new_tokens)
+            gens = sample(engine, rep + 1, a.new_tokens)
             t1 = time.perf_counter()
-            sample(rep + 1, 1)  # the prefill and one token: the rest of the time is decoding
+            sample(engine, rep + 1, 1)  # the prefill and one token: the rest is decoding
             prefills[name].append(time.perf_counter() - t1)
             times[name].append(t1 - t0)
             samples[name].append([(g.ids, g.logprobs) for g in gens])
-    engines.growing_cache = growing
     tokens = sum(len(ids) for ids, _ in samples["in place"][0])
     print(
         f"{a.model}, batch {a.batch}, prompts {a.prefix} shared + ~{a.own} own tokens, "

@@ -382,25 +382,20 @@ def test_growing_kv_cache_holds_what_concatenation_holds():
 
 
 @pytest.mark.parametrize("shared", [True, False])
-def test_the_growing_kv_cache_samples_what_hugging_face_s_cache_samples(
-    policy, monkeypatch, shared
-):
-    from seed_gym.trainer.backends import engines
-
-    engine = HFEngine(policy.model, policy.tokenizer)
+def test_the_growing_kv_cache_samples_what_hugging_face_s_cache_samples(policy, shared):
     head = "Your task is to: push the box. " * (6 if shared else 0)
     chats = [[{"role": "user", "content": head + "go " * k}] for k in range(1, 5)]
     # sampled at T = 1 with a stop string, so rows end at different steps and leave the batch;
     # the second call extends the first's cached prompts past the room reserved for them
     kwargs = dict(max_new_tokens=12, temperature=1.0, seed=5, stop=["e"], keep_prompt_kv=True)
 
-    def run():
+    def run(in_place: bool):
+        engine = HFEngine(policy.model, policy.tokenizer, kv_in_place=in_place)
         first = engine.generate(chats, **kwargs)
         more = [g.prompt_ids + g.ids + [7] * 30 for g in first]
         again = engine.generate(more, max_new_tokens=8, seed=6, past=[g.prompt_kv for g in first])
         return [(g.ids, g.logprobs) for g in first + again]
 
-    grown = run()
-    monkeypatch.setattr(engines, "growing_cache", lambda model, reserve: None)  # the model's own
-    assert run() == grown  # the same tokens and the same logprobs, to the last bit
+    grown = run(True)
+    assert run(False) == grown  # the same tokens and the same logprobs, to the last bit
     assert {len(ids) for ids, _ in grown[:4]} != {12}  # some rows stopped early

@@ -240,6 +240,8 @@ class HFEngine:
             sends pictures with the prompts (``trainer/backends/image_inputs.py``), and the image token is never
             sampled (it would ask for a picture that is not there; its probability mass still
             counts in the reported logprobs, as top-p's does).
+        kv_in_place: the KV cache grows in place (``kv_cache.GrowingLayer``); False: Hugging
+            Face's ``DynamicCache`` (the same samples, one copy of the cache per token).
     """
 
     supports_prompt_kv = True  # ``generate(..., keep_prompt_kv=, past=)``
@@ -254,6 +256,7 @@ class HFEngine:
         max_batch: int = 64,
         autocast_bf16: bool = False,
         processor: Any | None = None,
+        kv_in_place: bool = True,
     ):
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -263,6 +266,7 @@ class HFEngine:
         self.suppress_ids = _image_token_ids(processor)  # [] for text policies
         self.max_batch = max_batch
         self.autocast_bf16 = autocast_bf16
+        self.kv_in_place = kv_in_place
         self.eos_ids = self._eos_ids(model, tokenizer)
         self.pad_id = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
@@ -503,7 +507,7 @@ class HFEngine:
         model.eval()
         try:
             with autocast(self.autocast_bf16, device.type):
-                if cache is None:  # room for the prompts and every new token, written in place
+                if cache is None and self.kv_in_place:  # room for prompts + new tokens
                     reserve = attention.shape[-1] + max_new_tokens  # C + P + new
                     cache = growing_cache(model, reserve)
                 if prefix is not None:
